@@ -1,0 +1,14 @@
+"""The `tewatch` command. Each subcommand lives in its own module and registers itself on `app`."""
+
+import importlib
+
+from tewatch.cli.app import app
+
+COMMAND_MODULES = ["serve", "db", "token", "upload", "run", "detect", "webhooks", "campaign"]
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"tewatch.cli.{_name}")
+
+
+def main() -> None:
+    app()

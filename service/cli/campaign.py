@@ -1,0 +1,1 @@
+"""`tewatch campaign`: not written yet."""

@@ -1,0 +1,1 @@
+"""`tewatch db`: not written yet."""

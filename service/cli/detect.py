@@ -1,0 +1,1 @@
+"""`tewatch detect`: not written yet."""

@@ -1,0 +1,1 @@
+"""`tewatch run`: not written yet."""

@@ -1,0 +1,1 @@
+"""`tewatch serve`: not written yet."""

@@ -1,0 +1,1 @@
+"""`tewatch token`: not written yet."""

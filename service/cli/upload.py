@@ -1,0 +1,1 @@
+"""`tewatch upload`: not written yet."""

@@ -1,0 +1,1 @@
+"""`tewatch webhooks`: not written yet."""

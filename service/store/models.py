@@ -1,0 +1,236 @@
+"""The tables. One run of `asv run` on one machine becomes one Run with its Results and Verdicts.
+
+Identity:
+- a Case is one asv class with one combination of params, on one GPU model and compute capability
+  (its fingerprint); a Series is one benchmark method of a case. History is read per series.
+- driver, CUDA, torch and TE versions are context on the Run (Machine, Environment), never identity.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Enum,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict: JSON, list: JSON}
+
+
+class ResultStatus(str, enum.Enum):
+    ok = "ok"
+    failed = "failed"
+    skipped = "skipped"
+    unsupported = "unsupported"
+    timeout = "timeout"
+
+
+class VerdictStatus(str, enum.Enum):
+    passed = "pass"
+    fail_accuracy = "fail_accuracy"
+    error = "error"
+    unsupported = "unsupported"
+    timeout = "timeout"
+    oom = "oom"
+
+
+def _enum(cls: type[enum.Enum], name: str) -> Enum:
+    return Enum(cls, name=name, native_enum=False, values_callable=lambda e: [m.value for m in e], length=16)
+
+
+class Machine(Base):
+    __tablename__ = "machines"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
+    gpu_model: Mapped[str] = mapped_column(String(200), index=True)
+    compute_capability: Mapped[str] = mapped_column(String(16), default="")
+    gpu_count: Mapped[int] = mapped_column(Integer, default=0)
+    gpu_memory_mb: Mapped[int | None] = mapped_column(Integer)
+    driver: Mapped[str] = mapped_column(String(64), default="")
+    cuda: Mapped[str] = mapped_column(String(64), default="")
+    cublaslt: Mapped[str] = mapped_column(String(64), default="")
+    cudnn: Mapped[str] = mapped_column(String(64), default="")
+    cpu: Mapped[str] = mapped_column(String(200), default="")
+    arch: Mapped[str] = mapped_column(String(32), default="")
+    os: Mapped[str] = mapped_column(String(200), default="")
+    ram: Mapped[str] = mapped_column(String(64), default="")
+    extra: Mapped[dict] = mapped_column(JSON, default=dict)
+
+
+class Environment(Base):
+    __tablename__ = "environments"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    python: Mapped[str] = mapped_column(String(64), default="")
+    torch: Mapped[str] = mapped_column(String(64), default="")
+    te_version: Mapped[str] = mapped_column(String(64), default="")
+    te_commit: Mapped[str] = mapped_column(String(64), default="")
+    extra: Mapped[dict] = mapped_column(JSON, default=dict)
+
+
+class Commit(Base):
+    __tablename__ = "commits"
+    __table_args__ = (UniqueConstraint("repo", "sha"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repo: Mapped[str] = mapped_column(String(200), default="")
+    sha: Mapped[str] = mapped_column(String(64), index=True)
+    parents: Mapped[list] = mapped_column(JSON, default=list)
+    branch: Mapped[str | None] = mapped_column(String(200), index=True)
+    committed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    pr_number: Mapped[int | None] = mapped_column(Integer)
+    merge_base_sha: Mapped[str | None] = mapped_column(String(64))
+
+
+class Benchmark(Base):
+    __tablename__ = "benchmarks"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(300), unique=True)
+    case_name: Mapped[str] = mapped_column(String(300), index=True)
+    param_names: Mapped[list] = mapped_column(JSON, default=list)
+    unit: Mapped[str] = mapped_column(String(32), default="seconds")
+    type: Mapped[str] = mapped_column(String(32), default="track")
+    version: Mapped[str] = mapped_column(String(80), default="")
+    higher_is_better: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Case(Base):
+    """One class + params on one GPU model/capability. The unit that carries a correctness verdict."""
+
+    __tablename__ = "cases"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
+    case_name: Mapped[str] = mapped_column(String(300), index=True)
+    params: Mapped[dict] = mapped_column(JSON, default=dict)
+    gpu_model: Mapped[str] = mapped_column(String(200), index=True)
+    compute_capability: Mapped[str] = mapped_column(String(16), default="")
+    backend: Mapped[str | None] = mapped_column(String(32), index=True)
+    recipe: Mapped[str | None] = mapped_column(String(64), index=True)
+    mode: Mapped[str | None] = mapped_column(String(32))
+    rank: Mapped[int | None] = mapped_column(Integer)
+    world_size: Mapped[int | None] = mapped_column(Integer)
+    labels: Mapped[dict] = mapped_column(JSON, default=dict)
+
+
+class Series(Base):
+    """One benchmark method of one case: the unit of history and of change-point detection."""
+
+    __tablename__ = "series"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
+    case_id: Mapped[int] = mapped_column(ForeignKey("cases.id"), index=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id"), index=True)
+    case: Mapped[Case] = relationship()
+    benchmark: Mapped[Benchmark] = relationship()
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    machine_id: Mapped[int] = mapped_column(ForeignKey("machines.id"), index=True)
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"), index=True)
+    commit_id: Mapped[int] = mapped_column(ForeignKey("commits.id"), index=True)
+    branch: Mapped[str | None] = mapped_column(String(200), index=True)
+    pr_number: Mapped[int | None] = mapped_column(Integer, index=True)
+    merge_base_sha: Mapped[str | None] = mapped_column(String(64))
+    asv_env_name: Mapped[str] = mapped_column(String(300), default="")
+    profile: Mapped[str] = mapped_column(String(32), default="full")
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    uploaded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    gpu_state: Mapped[dict] = mapped_column(JSON, default=dict)
+    machine: Mapped[Machine] = relationship()
+    environment: Mapped[Environment] = relationship()
+    commit: Mapped[Commit] = relationship()
+
+
+class Result(Base):
+    __tablename__ = "results"
+    __table_args__ = (
+        UniqueConstraint("run_id", "series_id"),
+        Index("ix_results_series_run", "series_id", "run_id"),
+    )
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    series_id: Mapped[int] = mapped_column(ForeignKey("series.id"))
+    status: Mapped[ResultStatus] = mapped_column(_enum(ResultStatus, "result_status"))
+    value: Mapped[float | None] = mapped_column(Float)
+    samples: Mapped[list | None] = mapped_column(JSON)
+    q_25: Mapped[float | None] = mapped_column(Float)
+    q_75: Mapped[float | None] = mapped_column(Float)
+    ci_99_a: Mapped[float | None] = mapped_column(Float)
+    ci_99_b: Mapped[float | None] = mapped_column(Float)
+    number: Mapped[int | None] = mapped_column(Integer)
+    repeat: Mapped[int | None] = mapped_column(Integer)
+    benchmark_version: Mapped[str] = mapped_column(String(80), default="")
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    duration: Mapped[float | None] = mapped_column(Float)
+
+
+class Verdict(Base):
+    __tablename__ = "verdicts"
+    __table_args__ = (
+        UniqueConstraint("run_id", "case_id"),
+        Index("ix_verdicts_case_run", "case_id", "run_id"),
+    )
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    case_id: Mapped[int] = mapped_column(ForeignKey("cases.id"))
+    status: Mapped[VerdictStatus] = mapped_column(_enum(VerdictStatus, "verdict_status"))
+    check: Mapped[str] = mapped_column(String(100), default="")
+    metric: Mapped[str | None] = mapped_column(String(100))
+    metric_value: Mapped[float | None] = mapped_column(Float)
+    tolerance: Mapped[float | None] = mapped_column(Float)
+    exception_class: Mapped[str | None] = mapped_column(String(200))
+    message: Mapped[str | None] = mapped_column(Text)
+    traceback_head: Mapped[str | None] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(Text)
+    extra_checks: Mapped[list] = mapped_column(JSON, default=list)
+    gpu_state: Mapped[dict] = mapped_column(JSON, default=dict)
+
+
+class RawFile(Base):
+    """Every uploaded file, content-addressed, so a later parser can re-read every past upload."""
+
+    __tablename__ = "raw_files"
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size: Mapped[int] = mapped_column(Integer)
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class RunFile(Base):
+    __tablename__ = "run_files"
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    role: Mapped[str] = mapped_column(String(300), primary_key=True)
+    digest: Mapped[str] = mapped_column(ForeignKey("raw_files.digest"))
+
+
+class ApiToken(Base):
+    __tablename__ = "api_tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
