@@ -1,0 +1,27 @@
+"""Regression detection: a pure library (numpy/scipy), no database.
+
+changepoint: level changes on a branch's history of one series; compare: a pull request against its
+merge base on samples, with FDR control (fdr); environment: labelling shifts that coincide with a new
+driver/CUDA/torch/TE stack; ratios: paired ratios as derived series; direction: which way is better.
+store_glue reads the store and writes detections and alerts.
+"""
+
+from tewatch.detect.changepoint import ChangePoint, detect_change_points
+from tewatch.detect.compare import CompareVerdict, Comparison, compare_sweep
+from tewatch.detect.config import ChangePointConfig, CompareConfig
+from tewatch.detect.direction import Direction, direction_of, higher_is_better
+from tewatch.detect.version import DETECTOR_VERSION
+
+__all__ = [
+    "DETECTOR_VERSION",
+    "ChangePoint",
+    "ChangePointConfig",
+    "CompareConfig",
+    "CompareVerdict",
+    "Comparison",
+    "Direction",
+    "compare_sweep",
+    "detect_change_points",
+    "direction_of",
+    "higher_is_better",
+]

@@ -1,0 +1,151 @@
+"""A pull request's samples against its merge base's, one case at a time.
+
+Within one process, samples are tight; between processes the level moves (h200-te-probe.md: 2-8 % CV of
+process medians). A rank test on samples alone would call two processes of the same code different, so
+the interval of the change combines both: the Hodges-Lehmann shift of log samples with its
+distribution-free interval (Mann-Whitney), widened by the run-to-run noise measured on the base branch's
+history of the same series (or an assumed floor without history). Verdicts:
+
+- regression / improvement: significant after Benjamini-Hochberg across the sweep and the estimated
+  change is at least min_effect in that direction;
+- unchanged: the whole interval lies within +-min_effect;
+- inconclusive: anything else (too few samples, an interval wider than the effect that matters).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
+from tewatch.detect.config import CompareConfig
+from tewatch.detect.direction import Direction, direction_of
+from tewatch.detect.fdr import benjamini_hochberg
+
+
+class CompareVerdict(str, enum.Enum):
+    regression = "regression"
+    improvement = "improvement"
+    unchanged = "unchanged"
+    inconclusive = "inconclusive"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """head / base - 1 as `effect`, with its interval; p before and q after FDR control."""
+
+    verdict: CompareVerdict
+    baseline: float
+    head: float
+    effect: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    q_value: float
+    n_base: int
+    n_head: int
+    between_run_sigma: float
+    min_effect: float
+
+
+@dataclass(frozen=True)
+class _Shift:
+    estimate: float  # log units
+    half_width: float
+    p_value: float
+
+
+def _clean(samples: ArrayLike) -> np.ndarray:
+    values = np.asarray(samples, dtype=float).ravel()
+    return values[np.isfinite(values) & (values > 0)]
+
+
+def hodges_lehmann_shift(base: np.ndarray, head: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    """Median of pairwise log differences and its Mann-Whitney interval (normal approximation)."""
+    diffs = np.sort((np.log(head)[:, None] - np.log(base)[None, :]).ravel())
+    n, m = len(head), len(base)
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    k = int(np.floor(n * m / 2 - z * np.sqrt(n * m * (n + m + 1) / 12)))
+    k = min(max(k, 0), len(diffs) - 1)
+    return float(np.median(diffs)), float(diffs[k]), float(diffs[len(diffs) - 1 - k])
+
+
+def measure_shift(base: np.ndarray, head: np.ndarray, between_sigma: float, confidence: float) -> _Shift:
+    estimate, low, high = hodges_lehmann_shift(base, head, confidence)
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    sample_se = max(high - low, 0.0) / (2 * z)
+    # one run each side: the level difference of two processes has variance 2 * sigma^2
+    se = float(np.hypot(sample_se, np.sqrt(2.0) * between_sigma))
+    p_rank = float(stats.mannwhitneyu(head, base, alternative="two-sided").pvalue)
+    p_level = float(2 * stats.norm.sf(abs(estimate) / se)) if se > 0 else 0.0
+    return _Shift(estimate=estimate, half_width=z * se, p_value=max(p_rank, p_level))
+
+
+def _verdict(effect_log: float, half_width: float, q: float, config: CompareConfig) -> CompareVerdict:
+    min_shift = np.log1p(config.min_effect)
+    if q <= config.alpha and abs(effect_log) >= min_shift:
+        return CompareVerdict.regression if effect_log > 0 else CompareVerdict.improvement
+    if abs(effect_log) + half_width < min_shift:
+        return CompareVerdict.unchanged
+    return CompareVerdict.inconclusive
+
+
+def compare_sweep(
+    pairs: list[tuple[ArrayLike, ArrayLike, bool, float | None]], config: CompareConfig | None = None
+) -> list[Comparison]:
+    """Compare every (base samples, head samples, higher_is_better, between-run sigma or None) pair and
+    control the false discovery rate across all of them."""
+    config = config or CompareConfig()
+    shifts: list[_Shift | None] = []
+    cleaned = []
+    for base_raw, head_raw, _, sigma in pairs:
+        base, head = _clean(base_raw), _clean(head_raw)
+        cleaned.append((base, head))
+        if min(len(base), len(head)) < config.min_samples:
+            shifts.append(None)
+            continue
+        between = config.between_run_sigma if sigma is None else max(sigma, 0.0)
+        shifts.append(measure_shift(base, head, between, config.confidence))
+    tested = [s.p_value for s in shifts if s is not None]
+    q_values = iter(benjamini_hochberg(tested)) if tested else iter(())
+    results = []
+    for (base, head), shift, (_, _, higher_better, sigma) in zip(cleaned, shifts, pairs):
+        baseline = float(np.median(base)) if len(base) else float("nan")
+        head_level = float(np.median(head)) if len(head) else float("nan")
+        between = config.between_run_sigma if sigma is None else sigma
+        if shift is None:
+            results.append(
+                Comparison(
+                    CompareVerdict.inconclusive, baseline, head_level, float("nan"), float("nan"),
+                    float("nan"), float("nan"), float("nan"), len(base), len(head), between,
+                    config.min_effect,
+                )
+            )
+            continue
+        q = float(next(q_values))
+        # a verdict is about "worse or better", so flip the sign where higher is better
+        worse_log = -shift.estimate if higher_better else shift.estimate
+        verdict = _verdict(worse_log, shift.half_width, q, config)
+        results.append(
+            Comparison(
+                verdict=verdict,
+                baseline=baseline,
+                head=head_level,
+                effect=float(np.expm1(shift.estimate)),
+                ci_low=float(np.expm1(shift.estimate - shift.half_width)),
+                ci_high=float(np.expm1(shift.estimate + shift.half_width)),
+                p_value=shift.p_value,
+                q_value=q,
+                n_base=len(base),
+                n_head=len(head),
+                between_run_sigma=between,
+                min_effect=config.min_effect,
+            )
+        )
+    return results
+
+
+def change_direction(comparison: Comparison, higher_is_better: bool) -> Direction:
+    return direction_of(comparison.effect, higher_is_better)

@@ -1,0 +1,59 @@
+"""Tunable knobs of the detectors. One frozen object so that a verdict can record exactly what it used."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class ChangePointConfig:
+    """Change points on a branch's history of one series.
+
+    min_effect: smallest relative level change worth reporting (0.02 = 2 %).
+    window: points on each side used to screen for candidate change points.
+    z_screen: screening threshold on the windowed statistic (loose, Hunter's "weak" pass).
+    z_confirm: confirmation threshold on the full segments between neighbouring change points.
+    persistence: a new level must hold for this many points (also the minimum segment length), so a
+        spike or a short burst of throttled runs is never a change point, and the newest point alone
+        never raises one.
+    winsor_k: points further than k robust sigmas from the local median (5 points) are clipped there.
+    max_segment: points of each neighbouring segment used to confirm a change (bounds the memory of
+        old levels).
+    sigma_floor: lower bound on the per-point noise in log units (guards constant series).
+    """
+
+    min_effect: float = 0.02
+    window: int = 60
+    z_screen: float = 2.0
+    z_confirm: float = 4.0
+    persistence: int = 5
+    winsor_k: float = 3.0
+    max_segment: int = 250
+    sigma_floor: float = 0.001
+
+    def as_dict(self) -> dict[str, float | int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """Pull request head against merge base, on the samples of one case.
+
+    min_effect: smallest relative change that counts as a regression or improvement.
+    alpha: false discovery rate across the sweep (Benjamini-Hochberg).
+    confidence: two-sided confidence of the reported interval of the change.
+    min_samples: fewer samples on either side is "inconclusive".
+    between_run_sigma: run-to-run noise (log units) assumed when a series has no history to measure
+        it from; one process's samples say nothing about the level of the next process.
+    bootstrap_resamples: resamples for intervals of ratios (compiled/eager, nvfp4/bf16).
+    """
+
+    min_effect: float = 0.03
+    alpha: float = 0.05
+    confidence: float = 0.95
+    min_samples: int = 5
+    between_run_sigma: float = 0.02
+    bootstrap_resamples: int = 2000
+
+    def as_dict(self) -> dict[str, float | int]:
+        return asdict(self)

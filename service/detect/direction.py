@@ -1,0 +1,23 @@
+"""Which way is better for a unit, and what a relative change means in that light."""
+
+from __future__ import annotations
+
+import enum
+
+HIGHER_IS_BETTER_UNITS = frozenset({"TFLOP/s", "fraction"})
+
+
+class Direction(str, enum.Enum):
+    regression = "regression"
+    improvement = "improvement"
+
+
+def higher_is_better(unit: str) -> bool:
+    """Higher is better for throughput ("TFLOP/s") and shares ("fraction"); lower for everything else."""
+    return unit in HIGHER_IS_BETTER_UNITS
+
+
+def direction_of(effect: float, higher_is_better: bool) -> Direction:
+    """`effect` is the relative change new/old - 1; a positive change is worse unless higher is better."""
+    worse = effect < 0 if higher_is_better else effect > 0
+    return Direction.regression if worse else Direction.improvement
