@@ -1,0 +1,1 @@
+"""The HTTP API: `create_app` in app.py, thin routes in routes/."""

@@ -1,1 +1,51 @@
-"""`tewatch token`: not written yet."""
+"""`tewatch token`: upload tokens (only their sha256 is stored)."""
+
+from __future__ import annotations
+
+import typer
+from tewatch.cli.app import app
+from tewatch.cli.options import DatabaseOption, fail, settings_for
+
+token_app = typer.Typer(help="Upload tokens.", no_args_is_help=True)
+app.add_typer(token_app, name="token")
+
+
+def _engine(db: str | None):
+    from tewatch.store.database import make_engine
+    from tewatch.store.migrate import upgrade
+
+    url = settings_for(db).database_url
+    upgrade(url)
+    return make_engine(url)
+
+
+@token_app.command("create")
+def create(
+    name: str = typer.Option("", "--name", help="who or what uses it"), db: DatabaseOption = None
+) -> None:
+    """Create a token and print it as the last line; it cannot be shown again."""
+    from tewatch.store.tokens import create_token
+
+    token = create_token(_engine(db), name)
+    typer.echo(f"created token{f' {name!r}' if name else ''}; store it now, it is not shown again:", err=True)
+    typer.echo(token)
+
+
+@token_app.command("list")
+def list_tokens(db: DatabaseOption = None) -> None:
+    """List tokens (ids, names, dates; never the secrets)."""
+    from tewatch.store.tokens import list_tokens as stored
+
+    for row in stored(_engine(db)):
+        state = f"revoked {row['revoked_at']:%Y-%m-%d}" if row["revoked_at"] else "active"
+        typer.echo(f"{row['id']}\t{row['name'] or '-'}\t{row['created_at']:%Y-%m-%d %H:%M}\t{state}")
+
+
+@token_app.command("revoke")
+def revoke(token_id: int, db: DatabaseOption = None) -> None:
+    """Revoke the token with this id."""
+    from tewatch.store.tokens import revoke_token
+
+    if not revoke_token(_engine(db), token_id):
+        raise fail(f"no active token with id {token_id}")
+    typer.echo(f"revoked token {token_id}")

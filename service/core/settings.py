@@ -2,16 +2,39 @@
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_DATABASE_URL = f"sqlite:///{Path.cwd() / 'tewatch.sqlite3'}"
+
+def default_database_url() -> str:
+    return f"sqlite:///{Path.cwd() / 'tewatch.sqlite3'}"
+
+
+def normalise_database_url(url: str) -> str:
+    """Accept plain `postgresql://` (and `postgres://`) and route it through psycopg 3."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TEWATCH_")
 
-    database_url: str = Field(default=DEFAULT_DATABASE_URL)
+    database_url: str = Field(default_factory=default_database_url)
     max_upload_bytes: int = 64 * 1024 * 1024
     public_url: str = "http://127.0.0.1:8000"
     read_token_required: bool = False
+    # detection and webhooks
+    detect_after_upload: bool = True
+    webhook_worker: bool = True  # deliver webhooks from inside the service
+    webhook_poll_seconds: float = 1.0
+    webhook_timeout_seconds: float = 10.0
+    webhook_max_attempts: int = 10
+    webhook_backoff_seconds: float = 5.0  # first retry; doubles each time
+    webhook_backoff_max_seconds: float = 3600.0
+
+    @field_validator("database_url")
+    @classmethod
+    def _normalise(cls, url: str) -> str:
+        return normalise_database_url(url)

@@ -9,7 +9,7 @@ Identity:
 from __future__ import annotations
 
 import enum
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import (
     JSON,
@@ -30,7 +30,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Base(DeclarativeBase):
@@ -160,6 +160,8 @@ class Run(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     uploaded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     gpu_state: Mapped[dict] = mapped_column(JSON, default=dict)
+    # counts by result status and verdict status, written once at ingest so listings need no scan
+    summary: Mapped[dict] = mapped_column(JSON, default=dict)
     machine: Mapped[Machine] = relationship()
     environment: Mapped[Environment] = relationship()
     commit: Mapped[Commit] = relationship()

@@ -1,0 +1,39 @@
+"""The FastAPI application factory: `tewatch.api.app:create_app`."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from tewatch import __version__
+from tewatch.api.errors import install_error_handlers
+from tewatch.api.metrics import MetricsMiddleware, ServiceMetrics
+from tewatch.api.routes import ROUTERS
+from tewatch.core.settings import Settings
+from tewatch.store.database import make_engine
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The app for one database. Migrations are applied by `tewatch serve`/`tewatch db upgrade`, not here."""
+    settings = settings or Settings()
+    engine = make_engine(settings.database_url)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):
+        yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="tewatch",
+        version=__version__,
+        summary="Benchmarks and correctness verdicts of Transformer Engine's low-precision paths",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.metrics = ServiceMetrics()
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    install_error_handlers(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    return app

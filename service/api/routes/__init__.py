@@ -1,0 +1,16 @@
+"""Every router the app includes; another part of the service adds its own with one line."""
+
+from fastapi import APIRouter
+from tewatch.api.routes import catalog, compare, health, runs, series, upload, verdicts
+from tewatch.dashboards.router import router as dashboard_router
+
+ROUTERS: list[APIRouter] = [
+    health.router,
+    upload.router,
+    runs.router,
+    catalog.router,
+    series.router,
+    verdicts.router,
+    compare.router,
+    dashboard_router,
+]

@@ -1,0 +1,45 @@
+from fastapi import APIRouter, Query
+from tewatch.api.deps import ReadConnection
+from tewatch.api.schemas import BenchmarkEntry, CasePage, CommitPage, MachineEntry
+from tewatch.store import queries
+
+router = APIRouter(tags=["catalog"])
+
+
+@router.get("/api/v1/commits", response_model=CommitPage)
+def list_commits(
+    conn: ReadConnection,
+    repo: str | None = None,
+    branch: str | None = None,
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+):
+    return CommitPage(
+        **queries.list_commits(conn, repo=repo, branch=branch, limit=limit, offset=offset).__dict__
+    )
+
+
+@router.get("/api/v1/benchmarks", response_model=list[BenchmarkEntry])
+def list_benchmarks(conn: ReadConnection, case: str | None = None):
+    return queries.list_benchmarks(conn, case_name=case)
+
+
+@router.get("/api/v1/machines", response_model=list[MachineEntry])
+def list_machines(conn: ReadConnection):
+    return queries.list_machines(conn)
+
+
+@router.get("/api/v1/cases", response_model=CasePage)
+def list_cases(
+    conn: ReadConnection,
+    case: str | None = None,
+    gpu: str | None = None,
+    backend: str | None = None,
+    recipe: str | None = None,
+    limit: int = Query(500, ge=1, le=10000),
+    offset: int = Query(0, ge=0),
+):
+    page = queries.list_cases(
+        conn, case_name=case, gpu=gpu, backend=backend, recipe=recipe, limit=limit, offset=offset
+    )
+    return CasePage(**page.__dict__)

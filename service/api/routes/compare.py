@@ -1,0 +1,15 @@
+from fastapi import APIRouter, HTTPException
+from tewatch.api.deps import ReadConnection
+from tewatch.api.schemas import Comparison
+from tewatch.store import queries
+
+router = APIRouter(tags=["runs"])
+
+
+@router.get("/api/v1/compare", response_model=Comparison)
+def compare(base: int, head: int, conn: ReadConnection):
+    """Every series of two runs side by side, with the head/base ratio and what changed."""
+    for run_id in (base, head):
+        if queries.get_run(conn, run_id) is None:
+            raise HTTPException(404, f"no run {run_id}")
+    return Comparison(base=base, head=head, rows=queries.compare_runs(conn, base, head))

@@ -1,0 +1,76 @@
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response, status
+from starlette.concurrency import run_in_threadpool
+from tewatch.api.deps import get_engine, get_settings, require_token
+from tewatch.api.schemas import ErrorAnswer, UploadAnswer
+from tewatch.api.upload_body import bundle_from_form, parse_form, read_limited_body
+from tewatch.ingest.errors import IngestError
+from tewatch.ingest.service import ingest_bundle
+
+router = APIRouter(tags=["upload"])
+
+ERRORS = {code: {"model": ErrorAnswer} for code in (400, 401, 413, 415, 422)}
+
+
+@router.post(
+    "/api/v1/runs",
+    response_model=UploadAnswer,
+    status_code=status.HTTP_201_CREATED,
+    responses={200: {"model": UploadAnswer, "description": "already stored"}, **ERRORS},
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "result": {"type": "string", "format": "binary"},
+                            "machine": {"type": "string", "format": "binary"},
+                            "benchmarks": {"type": "string", "format": "binary"},
+                            "run": {"type": "string", "format": "binary"},
+                            "cases": {"type": "array", "items": {"type": "string", "format": "binary"}},
+                            "asv_stderr": {"type": "string", "format": "binary"},
+                            "repo": {"type": "string"},
+                            "branch": {"type": "string"},
+                            "pr_number": {"type": "integer"},
+                            "merge_base_sha": {"type": "string"},
+                            "commit_date": {"type": "string", "format": "date-time"},
+                        },
+                        "required": ["result", "machine", "benchmarks"],
+                    }
+                }
+            },
+        }
+    },
+)
+async def upload_run(
+    request: Request, response: Response, _: Annotated[None, Depends(require_token)]
+) -> UploadAnswer:
+    """Store what one `asv run` left behind (see docs/records.md). The same upload twice answers 200
+    with the run the first one created."""
+    metrics = request.app.state.metrics
+    limit = get_settings(request).max_upload_bytes
+    start = time.perf_counter()
+    try:
+        body = await read_limited_body(request, limit)
+        bundle = await bundle_from_form(await parse_form(request, body))
+        stored = await run_in_threadpool(ingest_bundle, get_engine(request), bundle)
+    except IngestError:
+        metrics.uploads.labels("rejected").inc()
+        raise
+    metrics.ingest_seconds.observe(time.perf_counter() - start)
+    metrics.uploads.labels("created" if stored.created else "already_stored").inc()
+    if stored.created:
+        metrics.results_ingested.inc(sum(stored.summary.get("results", {}).values()))
+    response.status_code = status.HTTP_201_CREATED if stored.created else status.HTTP_200_OK
+    return UploadAnswer(
+        run_id=stored.run_id,
+        created=stored.created,
+        digest=stored.digest,
+        results=stored.summary.get("results", {}),
+        verdicts=stored.summary.get("verdicts", {}),
+        url=str(request.url_for("get_run", run_id=stored.run_id)),
+    )

@@ -1,0 +1,227 @@
+"""Response models: what the API promises (and what /docs shows)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class UploadAnswer(BaseModel):
+    run_id: int
+    created: bool
+    digest: str
+    results: dict[str, int]
+    verdicts: dict[str, int]
+    url: str
+
+
+class ErrorAnswer(BaseModel):
+    detail: str
+    message: str | None = None
+    file: str | None = None
+    field: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+
+class RunSummary(BaseModel):
+    id: int
+    digest: str
+    branch: str | None
+    pr_number: int | None
+    merge_base_sha: str | None
+    asv_env_name: str
+    profile: str
+    started_at: datetime | None
+    finished_at: datetime | None
+    uploaded_at: datetime
+    summary: dict[str, dict[str, int]]
+    commit_sha: str
+    repo: str
+    committed_at: datetime | None
+    machine_id: int
+    machine_name: str
+    gpu_model: str
+    compute_capability: str
+    torch: str
+    te_version: str
+    te_commit: str
+    python: str
+
+
+class RunFileEntry(BaseModel):
+    role: str
+    digest: str
+
+
+class RunDetail(RunSummary):
+    gpu_state: dict[str, Any]
+    machine: dict[str, Any]
+    environment: dict[str, Any]
+    files: list[RunFileEntry]
+
+
+class Paged(BaseModel):
+    total: int
+    limit: int
+    offset: int
+
+
+class RunPage(Paged):
+    items: list[RunSummary]
+
+
+class CommitEntry(BaseModel):
+    id: int
+    repo: str
+    sha: str
+    parents: list[str]
+    branch: str | None
+    committed_at: datetime | None
+    pr_number: int | None
+    merge_base_sha: str | None
+    runs: int
+
+
+class CommitPage(Paged):
+    items: list[CommitEntry]
+
+
+class BenchmarkEntry(BaseModel):
+    id: int
+    name: str
+    case_name: str
+    param_names: list[str]
+    unit: str
+    type: str
+    version: str
+    higher_is_better: bool
+
+
+class MachineEntry(BaseModel):
+    id: int
+    digest: str
+    name: str
+    gpu_model: str
+    compute_capability: str
+    gpu_count: int
+    gpu_memory_mb: int | None
+    driver: str
+    cuda: str
+    cublaslt: str
+    cudnn: str
+    cpu: str
+    arch: str
+    os: str
+    ram: str
+    extra: dict[str, Any]
+
+
+class CaseFields(BaseModel):
+    case_name: str
+    params: dict[str, Any]
+    gpu_model: str
+    compute_capability: str
+    backend: str | None
+    recipe: str | None
+    mode: str | None
+    rank: int | None
+    world_size: int | None
+    labels: dict[str, Any]
+
+
+class SeriesRef(BaseModel):
+    id: int
+    benchmark: str
+    unit: str
+
+
+class CaseEntry(CaseFields):
+    id: int
+    series: list[SeriesRef]
+
+
+class CasePage(Paged):
+    items: list[CaseEntry]
+
+
+class SeriesPoint(BaseModel):
+    run_id: int
+    status: str
+    value: float | None
+    samples: list[float] | None = None
+    q_25: float | None
+    q_75: float | None
+    ci_99_a: float | None
+    ci_99_b: float | None
+    number: int | None
+    repeat: int | None
+    benchmark_version: str
+    started_at: datetime | None
+    branch: str | None
+    pr_number: int | None
+    uploaded_at: datetime
+    commit_sha: str
+    committed_at: datetime | None
+    machine_id: int
+    verdict: str | None
+
+
+class SeriesAnswer(CaseFields):
+    id: int
+    fingerprint: str
+    case_id: int
+    benchmark: str
+    unit: str
+    type: str
+    higher_is_better: bool
+    total_points: int
+    points: list[SeriesPoint]
+
+
+class LatestVerdict(CaseFields):
+    case_id: int
+    run_id: int
+    status: str
+    check: str
+    metric: str | None
+    metric_value: float | None
+    tolerance: float | None
+    exception_class: str | None
+    message: str | None
+    traceback_head: str | None
+    reason: str | None
+    extra_checks: list[dict[str, Any]]
+    commit_sha: str
+    branch: str | None
+    uploaded_at: datetime
+
+
+class ComparisonRow(CaseFields):
+    series_id: int
+    benchmark: str
+    unit: str
+    higher_is_better: bool
+    base_status: str | None
+    base_value: float | None
+    head_status: str | None
+    head_value: float | None
+    base_verdict: str | None
+    head_verdict: str | None
+    ratio: float | None
+    change: str
+
+
+class Comparison(BaseModel):
+    base: int
+    head: int
+    rows: list[ComparisonRow]
+
+
+class Health(BaseModel):
+    status: str
+    version: str
+    database: str
+    schema_revision: str | None

@@ -1,0 +1,226 @@
+"""asv's own files: the v2 results file, benchmarks.json and machine.json, read into plain dataclasses."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from tewatch.ingest.errors import IngestError
+from tewatch.ingest.jsonfile import load_json_object
+
+SUPPORTED_RESULTS_VERSION = 2
+RESULT_COLUMNS = (
+    "result",
+    "params",
+    "version",
+    "started_at",
+    "duration",
+    "stats_ci_99_a",
+    "stats_ci_99_b",
+    "stats_q_25",
+    "stats_q_75",
+    "stats_number",
+    "stats_repeat",
+    "samples",
+    "profile",
+)
+PER_COMBINATION_COLUMNS = (
+    "stats_ci_99_a",
+    "stats_ci_99_b",
+    "stats_q_25",
+    "stats_q_75",
+    "stats_number",
+    "stats_repeat",
+    "samples",
+)
+
+
+@dataclass
+class ComboResult:
+    """One benchmark at one parameter combination, as asv stored it."""
+
+    param_reprs: tuple[str, ...]
+    value: float | None  # float('nan') = skipped, None = failed
+    stats: dict[str, Any] = field(default_factory=dict)
+    samples: list[float] | None = None
+
+
+@dataclass
+class BenchmarkResult:
+    name: str
+    version: str
+    started_at_ms: int | None
+    duration: float | None
+    combos: list[ComboResult]
+
+
+@dataclass
+class AsvResults:
+    commit_hash: str
+    env_name: str
+    date_ms: int | None
+    python: str
+    benchmarks: list[BenchmarkResult]
+
+
+@dataclass
+class BenchmarkInfo:
+    name: str
+    param_names: list[str]
+    type: str
+    unit: str
+    version: str
+
+
+def decode_param(text: str) -> Any:
+    """asv stores parameter values as repr() strings; bring back the Python literal where there is one."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _finite_or_none(value: Any, file: str, where: str) -> float | int | None:
+    if value is None:
+        return None
+    if not _is_number(value):
+        raise IngestError(f"expected a number or null, got {value!r}", file=file, field=where)
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def parse_results(content: bytes, file: str = "result") -> AsvResults:
+    data = load_json_object(content, file)
+    version = data.get("version")
+    if version != SUPPORTED_RESULTS_VERSION:
+        raise IngestError(
+            f"asv results version {version!r} is not supported; expected {SUPPORTED_RESULTS_VERSION} "
+            "(written by asv >= 0.5)",
+            file=file,
+            field="version",
+        )
+    for key, kind in (("commit_hash", str), ("env_name", str), ("result_columns", list), ("results", dict)):
+        if not isinstance(data.get(key), kind):
+            raise IngestError(f"missing or not a {kind.__name__}", file=file, field=key)
+    columns = data["result_columns"]
+    unknown = [c for c in columns if c not in RESULT_COLUMNS]
+    if unknown or columns[:2] != ["result", "params"]:
+        raise IngestError(f"unexpected result_columns {columns!r}", file=file, field="result_columns")
+    date = data.get("date")
+    if date is not None and not _is_number(date):
+        raise IngestError(f"expected milliseconds since the epoch, got {date!r}", file=file, field="date")
+    benchmarks = [_parse_row(name, row, columns, file) for name, row in sorted(data["results"].items())]
+    return AsvResults(
+        commit_hash=data["commit_hash"],
+        env_name=data["env_name"],
+        date_ms=int(date) if date is not None else None,
+        python=str(data.get("python", "")),
+        benchmarks=benchmarks,
+    )
+
+
+def _parse_row(name: str, row: Any, columns: list[str], file: str) -> BenchmarkResult:
+    where = f"results.{name}"
+    if not isinstance(row, list) or len(row) < 2 or len(row) > len(columns):
+        raise IngestError(f"expected a list of 2 to {len(columns)} columns", file=file, field=where)
+    cells = dict(zip(columns, row + [None] * (len(columns) - len(row)), strict=True))
+    params = cells["params"]
+    if not isinstance(params, list) or not all(
+        isinstance(p, list) and all(isinstance(v, str) for v in p) for p in params
+    ):
+        raise IngestError(
+            "params must be a list of lists of repr strings", file=file, field=f"{where}.params"
+        )
+    combos = list(itertools.product(*params)) if params else [()]
+    n = len(combos)
+
+    def per_combo(column: str) -> list[Any]:
+        value = cells[column]
+        if value is None:
+            return [None] * n
+        if not isinstance(value, list) or len(value) != n:
+            raise IngestError(
+                f"expected a list of {n} entries (one per parameter combination) or null",
+                file=file,
+                field=f"{where}.{column}",
+            )
+        return value
+
+    values = per_combo("result")
+    stats = {column: per_combo(column) for column in PER_COMBINATION_COLUMNS}
+    parsed: list[ComboResult] = []
+    for i, reprs in enumerate(combos):
+        value = values[i]
+        if value is not None and not _is_number(value):
+            raise IngestError(
+                f"expected a number, NaN or null, got {value!r}", file=file, field=f"{where}.result[{i}]"
+            )
+        samples = stats["samples"][i]
+        if samples is not None:
+            if not isinstance(samples, list):
+                raise IngestError(
+                    "expected a list of samples or null", file=file, field=f"{where}.samples[{i}]"
+                )
+            samples = [
+                s
+                for s in (_finite_or_none(s, file, f"{where}.samples[{i}]") for s in samples)
+                if s is not None
+            ]
+        combo_stats = {
+            column: _finite_or_none(stats[column][i], file, f"{where}.{column}[{i}]")
+            for column in PER_COMBINATION_COLUMNS
+            if column != "samples"
+        }
+        parsed.append(
+            ComboResult(tuple(reprs), None if value is None else float(value), combo_stats, samples)
+        )
+    started_at = _finite_or_none(cells["started_at"], file, f"{where}.started_at")
+    duration = _finite_or_none(cells["duration"], file, f"{where}.duration")
+    version = cells["version"]
+    if version is not None and not isinstance(version, str):
+        raise IngestError("expected a string", file=file, field=f"{where}.version")
+    return BenchmarkResult(
+        name=name,
+        version=version or "",
+        started_at_ms=int(started_at) if started_at is not None else None,
+        duration=float(duration) if duration is not None else None,
+        combos=parsed,
+    )
+
+
+def parse_benchmarks(content: bytes, file: str = "benchmarks") -> dict[str, BenchmarkInfo]:
+    data = load_json_object(content, file)
+    infos: dict[str, BenchmarkInfo] = {}
+    for name, entry in data.items():
+        if name == "version":
+            continue
+        if not isinstance(entry, dict):
+            raise IngestError("expected an object", file=file, field=name)
+        param_names = entry.get("param_names", [])
+        if not isinstance(param_names, list) or not all(isinstance(p, str) for p in param_names):
+            raise IngestError("expected a list of strings", file=file, field=f"{name}.param_names")
+        infos[name] = BenchmarkInfo(
+            name=name,
+            param_names=param_names,
+            type=str(entry.get("type", "")),
+            unit=str(entry.get("unit", "")),
+            version=str(entry.get("version", "")),
+        )
+    return infos
+
+
+def parse_machine(content: bytes, file: str = "machine") -> dict[str, str]:
+    data = load_json_object(content, file)
+    machine = {key: value for key, value in data.items() if key != "version"}
+    if not isinstance(machine.get("machine"), str) or not machine["machine"]:
+        raise IngestError("missing the machine name", file=file, field="machine")
+    for key, value in machine.items():
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise IngestError(f"expected a string, got {value!r}", file=file, field=key)
+    return {key: str(value) for key, value in machine.items()}

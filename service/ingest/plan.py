@@ -1,0 +1,436 @@
+"""Turn the parsed files of one upload into what the store writes: a RunPlan (pure, no database)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from tewatch.ingest.asv_files import (
+    AsvResults,
+    BenchmarkInfo,
+    decode_param,
+    parse_benchmarks,
+    parse_machine,
+    parse_results,
+)
+from tewatch.ingest.bundle import UploadBundle
+from tewatch.ingest.errors import IngestError
+from tewatch.ingest.fingerprints import (
+    case_fingerprint,
+    case_id,
+    digest_of,
+    series_fingerprint,
+)
+from tewatch.ingest.records import CaseRecord, Check, RunRecord, parse_record
+from tewatch.ingest.stderr_log import failure_text, split_sections
+
+LABEL_COLUMNS = ("backend", "recipe", "mode", "rank", "world_size")
+HIGHER_IS_BETTER_UNITS = {"TFLOP/s", "fraction"}
+MACHINE_COLUMNS = {
+    "machine",
+    "cpu",
+    "arch",
+    "os",
+    "ram",
+    "gpu_model",
+    "compute_capability",
+    "gpu_count",
+    "gpu_memory_mb",
+    "driver",
+    "cuda",
+    "cublaslt",
+    "cudnn",
+}
+UNKNOWN_GPU = "unknown"
+
+
+@dataclass
+class CasePlan:
+    fingerprint: str
+    case_name: str
+    params: dict[str, Any]
+    gpu_model: str
+    compute_capability: str
+    labels: dict[str, Any]
+
+    def row(self) -> dict[str, Any]:
+        columns = {name: self.labels.get(name) for name in LABEL_COLUMNS}
+        for name in ("rank", "world_size"):
+            columns[name] = columns[name] if isinstance(columns[name], int) else None
+        for name in ("backend", "recipe", "mode"):
+            columns[name] = None if columns[name] is None else str(columns[name])
+        return {
+            "fingerprint": self.fingerprint,
+            "case_name": self.case_name,
+            "params": self.params,
+            "gpu_model": self.gpu_model,
+            "compute_capability": self.compute_capability,
+            "labels": self.labels,
+            **columns,
+        }
+
+
+@dataclass
+class RunPlan:
+    digest: str
+    machine: dict[str, Any]
+    environment: dict[str, Any]
+    commit: dict[str, Any]
+    run: dict[str, Any]
+    benchmarks: dict[str, dict[str, Any]]  # name -> row
+    cases: dict[str, CasePlan]  # fingerprint -> case
+    series: dict[str, tuple[str, str]]  # fingerprint -> (case fingerprint, benchmark name)
+    results: list[dict[str, Any]]  # rows with "series_fingerprint" instead of series_id
+    verdicts: list[dict[str, Any]]  # rows with "case_fingerprint" instead of case_id
+    files: list[tuple[str, bytes]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        return {
+            "results": dict(Counter(r["status"] for r in self.results)),
+            "verdicts": dict(Counter(v["status"] for v in self.verdicts)),
+        }
+
+
+def case_name_of(benchmark: str) -> str:
+    """`gemm.Gemm.track_seconds` -> `gemm.Gemm`; a module-level function is a case of its own."""
+    parts = benchmark.split(".")
+    if len(parts) >= 3 and parts[-2][:1].isupper():
+        return ".".join(parts[:-1])
+    return benchmark
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """Every stored time is UTC (SQLite keeps no offset); a time without a zone is taken as UTC."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _ms_to_datetime(ms: int | None) -> datetime | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def build_plan(bundle: UploadBundle) -> RunPlan:
+    results = parse_results(bundle.result)
+    infos = parse_benchmarks(bundle.benchmarks)
+    machine_keys = parse_machine(bundle.machine)
+    run_record = parse_record(RunRecord, bundle.run, "run") if bundle.run is not None else None
+    records = _case_records(bundle)
+    stderr = bundle.asv_stderr.decode("utf-8", errors="replace") if bundle.asv_stderr else ""
+    return _Planner(bundle, results, infos, machine_keys, run_record, records, stderr).plan()
+
+
+def _case_records(bundle: UploadBundle) -> dict[str, CaseRecord]:
+    records: dict[str, CaseRecord] = {}
+    for name, content in bundle.cases:
+        file = f"cases/{name}"
+        record = parse_record(CaseRecord, content, file)
+        key = case_id(record.case, record.params)
+        if key in records:
+            raise IngestError(f"a second record for case {key}", file=file)
+        records[key] = record
+    return records
+
+
+class _Planner:
+    def __init__(
+        self,
+        bundle: UploadBundle,
+        results: AsvResults,
+        infos: dict[str, BenchmarkInfo],
+        machine_keys: dict[str, str],
+        run_record: RunRecord | None,
+        records: dict[str, CaseRecord],
+        stderr: str,
+    ) -> None:
+        self.bundle, self.results, self.infos = bundle, results, infos
+        self.machine_keys, self.run_record, self.records = machine_keys, run_record, records
+        self.sections = split_sections(stderr)
+        gpu = run_record.gpu if run_record else None
+        self.gpu_model = machine_keys.get("gpu_model") or (gpu.model if gpu else "") or UNKNOWN_GPU
+        self.compute_capability = machine_keys.get("compute_capability") or (
+            gpu.compute_capability if gpu else ""
+        )
+        self.cases: dict[str, CasePlan] = {}
+        self.series: dict[str, tuple[str, str]] = {}
+        self.benchmarks: dict[str, dict[str, Any]] = {}
+        self.result_rows: list[dict[str, Any]] = []
+        # case fingerprint -> (benchmark, param reprs) of the failures of cases that have no record
+        self.unrecorded_failures: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+
+    def plan(self) -> RunPlan:
+        for benchmark in self.results.benchmarks:
+            self._add_benchmark(benchmark)
+        self._add_metrics()
+        verdicts = self._verdicts()
+        return RunPlan(
+            digest=self.bundle.digest(),
+            machine=self._machine(),
+            environment=self._environment(),
+            commit=self._commit(),
+            run=self._run(),
+            benchmarks=self.benchmarks,
+            cases=self.cases,
+            series=self.series,
+            results=self.result_rows,
+            verdicts=verdicts,
+            files=self.bundle.files(),
+        )
+
+    def _case(self, case_name: str, params: dict[str, Any]) -> tuple[str, CasePlan]:
+        key = case_id(case_name, params)
+        fingerprint = case_fingerprint(case_name, params, self.gpu_model, self.compute_capability)
+        if fingerprint not in self.cases:
+            record = self.records.get(key)
+            labels = (
+                dict(record.labels) if record else {k: v for k, v in params.items() if k in LABEL_COLUMNS}
+            )
+            self.cases[fingerprint] = CasePlan(
+                fingerprint, case_name, params, self.gpu_model, self.compute_capability, labels
+            )
+        return key, self.cases[fingerprint]
+
+    def _series(self, benchmark: str, case: CasePlan) -> str:
+        fingerprint = series_fingerprint(
+            benchmark, case.case_name, case.params, case.gpu_model, case.compute_capability
+        )
+        self.series[fingerprint] = (case.fingerprint, benchmark)
+        return fingerprint
+
+    def _add_benchmark(self, benchmark) -> None:
+        info = self.infos.get(benchmark.name)
+        if info is None:
+            raise IngestError(
+                f"no entry for {benchmark.name!r}, which the results file uses", file="benchmarks"
+            )
+        case_name = case_name_of(benchmark.name)
+        self.benchmarks[benchmark.name] = {
+            "name": benchmark.name,
+            "case_name": case_name,
+            "param_names": info.param_names,
+            "unit": info.unit,
+            "type": info.type,
+            "version": benchmark.version or info.version,
+            "higher_is_better": info.unit in HIGHER_IS_BETTER_UNITS,
+        }
+        started_at = _ms_to_datetime(benchmark.started_at_ms)
+        for combo in benchmark.combos:
+            if len(combo.param_reprs) != len(info.param_names):
+                raise IngestError(
+                    f"{len(combo.param_reprs)} parameters but benchmarks.json names {len(info.param_names)}",
+                    file="result",
+                    field=f"results.{benchmark.name}.params",
+                )
+            params = {
+                name: decode_param(r) for name, r in zip(info.param_names, combo.param_reprs, strict=True)
+            }
+            key, case = self._case(case_name, params)
+            status = self._result_status(key, case, benchmark.name, combo.param_reprs, combo.value)
+            stats = combo.stats
+            self.result_rows.append(
+                {
+                    "series_fingerprint": self._series(benchmark.name, case),
+                    "status": status,
+                    "value": combo.value if status == "ok" else None,
+                    "samples": combo.samples,
+                    "q_25": stats.get("stats_q_25"),
+                    "q_75": stats.get("stats_q_75"),
+                    "ci_99_a": stats.get("stats_ci_99_a"),
+                    "ci_99_b": stats.get("stats_ci_99_b"),
+                    "number": _int_or_none(stats.get("stats_number")),
+                    "repeat": _int_or_none(stats.get("stats_repeat")),
+                    "benchmark_version": benchmark.version,
+                    "started_at": started_at,
+                    "duration": benchmark.duration,
+                }
+            )
+
+    def _result_status(
+        self, key: str, case: CasePlan, benchmark: str, reprs: tuple[str, ...], value: float | None
+    ) -> str:
+        record = self.records.get(key)
+        verdict = record.verdict.status if record else None
+        if value is not None and not math.isnan(value):
+            return "ok"
+        if verdict == "unsupported":
+            return "unsupported"
+        if value is not None:  # NaN: asv skipped it
+            return "skipped"
+        if verdict == "timeout":
+            return "timeout"
+        failure = failure_text(self.sections, benchmark, reprs)
+        if record is None:
+            self.unrecorded_failures.setdefault(case.fingerprint, []).append((benchmark, reprs))
+        return "timeout" if failure and failure.timed_out else "failed"
+
+    def _add_metrics(self) -> None:
+        for key, record in sorted(self.records.items()):
+            if not record.metrics:
+                continue
+            _, case = self._case(record.case, record.params)
+            for metric_name, metric in sorted(record.metrics.items()):
+                name = f"{record.case}.{metric_name}"
+                if name in self.benchmarks and self.benchmarks[name]["type"] != "metric":
+                    raise IngestError(
+                        f"metric {metric_name!r} collides with the asv benchmark {name!r}",
+                        file=f"cases/{key}.json",
+                        field=f"metrics.{metric_name}",
+                    )
+                self.benchmarks[name] = {
+                    "name": name,
+                    "case_name": record.case,
+                    "param_names": list(record.params),
+                    "unit": metric.unit,
+                    "type": "metric",
+                    "version": "",
+                    "higher_is_better": metric.unit in HIGHER_IS_BETTER_UNITS,
+                }
+                self.result_rows.append(
+                    {
+                        "series_fingerprint": self._series(name, case),
+                        "status": "ok",
+                        "value": metric.value,
+                        "samples": None,
+                        "q_25": None,
+                        "q_75": None,
+                        "ci_99_a": None,
+                        "ci_99_b": None,
+                        "number": None,
+                        "repeat": None,
+                        "benchmark_version": "",
+                        "started_at": _utc(record.recorded_at),
+                        "duration": None,
+                    }
+                )
+
+    def _verdicts(self) -> list[dict[str, Any]]:
+        verdicts: list[dict[str, Any]] = []
+        for record in self.records.values():
+            _, case = self._case(record.case, record.params)
+            verdicts.append(
+                _verdict_row(
+                    case.fingerprint,
+                    record.verdict,
+                    [c.model_dump(exclude_none=True) for c in record.extra_checks],
+                    record.gpu_state.model_dump() if record.gpu_state else {},
+                )
+            )
+        for case_fp, failures in sorted(self.unrecorded_failures.items()):
+            verdicts.append(_verdict_row(case_fp, self._derived_check(failures), [], {}))
+        return verdicts
+
+    def _derived_check(self, failures: list[tuple[str, tuple[str, ...]]]) -> Check:
+        texts = [failure_text(self.sections, benchmark, reprs) for benchmark, reprs in failures]
+        found = [t for t in texts if t is not None]
+        benchmark = failures[0][0]
+        if not found:
+            return Check(
+                status="error",
+                check="asv",
+                message=f"asv stored no result for {benchmark} and asv-stderr.log has no text for it",
+            )
+        first = next((t for t in found if t.timed_out), found[0])
+        return Check(
+            status="timeout" if first.timed_out else "error",
+            check="asv",
+            exception_class=first.exception_class,
+            message=first.message,
+            traceback_head=first.text,
+        )
+
+    def _machine(self) -> dict[str, Any]:
+        keys = self.machine_keys
+        gpu = self.run_record.gpu if self.run_record else None
+        return {
+            "digest": digest_of(keys),
+            "name": keys["machine"],
+            "gpu_model": self.gpu_model,
+            "compute_capability": self.compute_capability,
+            "gpu_count": _int_field(keys.get("gpu_count"), "gpu_count") or (gpu.count if gpu else 0),
+            "gpu_memory_mb": _int_field(keys.get("gpu_memory_mb"), "gpu_memory_mb")
+            or (gpu.memory_mb if gpu else None),
+            **{
+                name: keys.get(name, "")
+                for name in ("driver", "cuda", "cublaslt", "cudnn", "cpu", "arch", "os", "ram")
+            },
+            "extra": {k: v for k, v in keys.items() if k not in MACHINE_COLUMNS},
+        }
+
+    def _environment(self) -> dict[str, Any]:
+        versions = dict(self.run_record.versions) if self.run_record else {}
+        row = {
+            "python": versions.pop("python", None) or "",
+            "torch": versions.pop("torch", None) or "",
+            "te_version": versions.pop("te", None) or "",
+            "te_commit": versions.pop("te_commit", None) or "",
+            "extra": {"asv_env_name": self.results.env_name, **versions},
+        }
+        return {"digest": digest_of(row), **row}
+
+    def _commit(self) -> dict[str, Any]:
+        bundle = self.bundle
+        return {
+            "repo": bundle.repo,
+            "sha": self.results.commit_hash,
+            "parents": [],
+            "branch": bundle.branch,
+            "committed_at": _utc(bundle.commit_date) or _ms_to_datetime(self.results.date_ms),
+            "pr_number": bundle.pr_number,
+            "merge_base_sha": bundle.merge_base_sha,
+        }
+
+    def _run(self) -> dict[str, Any]:
+        record = self.run_record
+        gpu_state: dict[str, Any] = {}
+        if record:
+            for name in ("gpu", "gpu_state_before", "gpu_state_after"):
+                value = getattr(record, name)
+                if value is not None:
+                    gpu_state[name] = value.model_dump()
+            gpu_state["wall_seconds"] = record.wall_seconds
+            gpu_state["asv_exit_code"] = record.asv_exit_code
+            gpu_state["backend_filter"] = record.backend_filter
+        return {
+            "digest": self.bundle.digest(),
+            "branch": self.bundle.branch,
+            "pr_number": self.bundle.pr_number,
+            "merge_base_sha": self.bundle.merge_base_sha,
+            "asv_env_name": self.results.env_name,
+            "profile": record.profile if record else "full",
+            "started_at": _utc(record.started_at) if record else None,
+            "finished_at": _utc(record.finished_at) if record else None,
+            "gpu_state": gpu_state,
+        }
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _int_field(value: str | None, name: str) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise IngestError(f"expected an integer, got {value!r}", file="machine", field=name) from exc
+
+
+def _verdict_row(case_fp: str, check: Check, extra_checks: list, gpu_state: dict) -> dict[str, Any]:
+    return {
+        "case_fingerprint": case_fp,
+        "status": check.status,
+        "check": check.check or "",
+        "metric": check.metric,
+        "metric_value": check.value,
+        "tolerance": check.tolerance,
+        "exception_class": check.exception_class,
+        "message": check.message,
+        "traceback_head": check.traceback_head,
+        "reason": check.reason,
+        "extra_checks": extra_checks,
+        "gpu_state": gpu_state,
+    }

@@ -1,0 +1,95 @@
+"""tewatch's sidecar records (docs/records.md): strict models, unknown fields are an error."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from tewatch.ingest.errors import IngestError
+from tewatch.ingest.jsonfile import load_json_object
+
+VerdictStatusName = Literal["pass", "fail_accuracy", "error", "unsupported", "timeout", "oom"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+
+
+class GpuInfo(Strict):
+    model: str
+    compute_capability: str = ""
+    count: int = 0
+    memory_mb: int | None = None
+    sm_clock_max_mhz: float | None = None
+    mem_clock_max_mhz: float | None = None
+    power_limit_w: float | None = None
+    clocks_locked: bool | None = None
+
+
+class GpuState(Strict):
+    sm_clock_mhz: list[float] = []
+    mem_clock_mhz: list[float] = []
+    power_w: list[float] = []
+    temperature_c: list[float] = []
+    throttle_reasons: list[str] = []
+
+
+class RunRecord(Strict):
+    schema_: Literal["tewatch.run/1"] = Field(alias="schema")
+    profile: str = "full"
+    backend_filter: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    wall_seconds: float | None = None
+    asv_exit_code: int | None = None
+    versions: dict[str, str | None] = {}
+    gpu: GpuInfo | None = None
+    gpu_state_before: GpuState | None = None
+    gpu_state_after: GpuState | None = None
+
+
+class Check(Strict):
+    status: VerdictStatusName
+    check: str | None = None
+    metric: str | None = None
+    value: float | None = None
+    tolerance: float | None = None
+    exception_class: str | None = None
+    message: str | None = None
+    traceback_head: str | None = None
+    reason: str | None = None
+
+
+class Metric(Strict):
+    value: float
+    unit: str
+
+
+class CaseRecord(Strict):
+    schema_: Literal["tewatch.case/1"] = Field(alias="schema")
+    case: str
+    params: dict[str, Any] = {}
+    labels: dict[str, str | int | float | bool | None] = {}
+    verdict: Check
+    extra_checks: list[Check] = []
+    metrics: dict[str, Metric] = {}
+    gpu_state: GpuState | None = None
+    recorded_at: datetime | None = None
+
+
+RecordT = TypeVar("RecordT", bound=Strict)
+
+
+def parse_record(model: type[RecordT], content: bytes, file: str) -> RecordT:
+    data = load_json_object(content, file)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        location = ".".join(str(part) for part in first["loc"]).replace("schema_", "schema")
+        more = exc.error_count() - 1
+        message = first["msg"] + (f" (and {more} more error{'s' if more > 1 else ''})" if more else "")
+        if first["type"] == "extra_forbidden":
+            message = "unknown field; docs/records.md lists the fields a record may have"
+        raise IngestError(message, file=file, field=location or None) from exc

@@ -1,0 +1,43 @@
+"""Rebuild the UploadBundle of every stored run from its raw files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sqlalchemy import Engine, select
+from tewatch.ingest.bundle import CASES_ROLE, UploadBundle
+from tewatch.store.models import Commit, RawFile, Run, RunFile
+
+
+def stored_bundles(engine: Engine) -> Iterator[tuple[int, UploadBundle]]:
+    with engine.connect() as conn:
+        runs = conn.execute(
+            select(Run.id, Run.branch, Run.pr_number, Run.merge_base_sha, Commit.repo)
+            .join(Commit, Commit.id == Run.commit_id)
+            .order_by(Run.id)
+        ).all()
+        for run in runs:
+            files = conn.execute(
+                select(RunFile.role, RawFile.content)
+                .join(RawFile, RawFile.digest == RunFile.digest)
+                .where(RunFile.run_id == run.id)
+            ).all()
+            by_role = {role: content for role, content in files}
+            prefix = CASES_ROLE + "/"
+            yield (
+                run.id,
+                UploadBundle(
+                    result=by_role["result"],
+                    machine=by_role["machine"],
+                    benchmarks=by_role["benchmarks"],
+                    run=by_role.get("run"),
+                    asv_stderr=by_role.get("asv_stderr"),
+                    cases=[
+                        (role[len(prefix) :], c) for role, c in by_role.items() if role.startswith(prefix)
+                    ],
+                    repo=run.repo,
+                    branch=run.branch,
+                    pr_number=run.pr_number,
+                    merge_base_sha=run.merge_base_sha,
+                ),
+            )

@@ -1,0 +1,29 @@
+"""Ingest one upload: parse and validate everything first, then write it all in one transaction."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine
+from tewatch.ingest.bundle import UploadBundle
+from tewatch.ingest.plan import build_plan
+from tewatch.ingest.writer import AlreadyStored, StoredRun, existing_run, store_plan
+from tewatch.store.database import write_connection
+
+
+def ingest_bundle(engine: Engine, bundle: UploadBundle) -> StoredRun:
+    """Store the upload, or answer with the run an identical earlier upload created.
+
+    Raises IngestError (nothing written) when any file is malformed or breaks the contract.
+    """
+    digest = bundle.digest()
+    with engine.connect() as conn:
+        found = existing_run(conn, digest)
+    if found:
+        return StoredRun(found[0], False, digest, found[1])
+    plan = build_plan(bundle)
+    try:
+        with write_connection(engine) as conn:
+            return store_plan(conn, plan)
+    except AlreadyStored as stored:
+        with engine.connect() as conn:
+            found = existing_run(conn, digest)
+        return StoredRun(stored.run_id, False, digest, found[1] if found else {})

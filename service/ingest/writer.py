@@ -1,0 +1,163 @@
+"""Write one RunPlan in the caller's transaction: dimensions get-or-create, then the run and its rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, select, update
+from tewatch.ingest.fingerprints import sha256_hex
+from tewatch.ingest.plan import RunPlan
+from tewatch.ingest.upsert import get_or_create_ids, insert_ignoring_conflicts
+from tewatch.store.models import (
+    Benchmark,
+    Case,
+    Commit,
+    Environment,
+    Machine,
+    RawFile,
+    Result,
+    Run,
+    RunFile,
+    Series,
+    Verdict,
+)
+
+
+@dataclass
+class StoredRun:
+    run_id: int
+    created: bool
+    digest: str
+    summary: dict
+
+
+class AlreadyStored(Exception):
+    def __init__(self, run_id: int) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+
+
+def existing_run(conn: Connection, digest: str) -> tuple[int, dict] | None:
+    row = conn.execute(select(Run.id, Run.summary).where(Run.digest == digest)).first()
+    return (row[0], row[1]) if row else None
+
+
+def store_plan(conn: Connection, plan: RunPlan) -> StoredRun:
+    """Raises AlreadyStored when a concurrent upload of the same content won the race."""
+    found = existing_run(conn, plan.digest)
+    if found:
+        raise AlreadyStored(found[0])
+    now = datetime.now(UTC)
+    file_digests = _store_raw_files(conn, plan.files, now)
+    machine_id = _one_id(conn, Machine.__table__, plan.machine, ("digest",))
+    environment_id = _one_id(conn, Environment.__table__, plan.environment, ("digest",))
+    commit_id = _store_commit(conn, plan.commit)
+    benchmark_ids = _store_benchmarks(conn, plan)
+    case_ids = get_or_create_ids(
+        conn, Case.__table__, [c.row() for c in plan.cases.values()], ("fingerprint",)
+    )
+    series_rows = [
+        {"fingerprint": fp, "case_id": case_ids[(case_fp,)], "benchmark_id": benchmark_ids[benchmark]}
+        for fp, (case_fp, benchmark) in plan.series.items()
+    ]
+    series_ids = get_or_create_ids(conn, Series.__table__, series_rows, ("fingerprint",))
+    summary = plan.summary()
+    run_row = {
+        **plan.run,
+        "machine_id": machine_id,
+        "environment_id": environment_id,
+        "commit_id": commit_id,
+        "uploaded_at": now,
+        "summary": summary,
+    }
+    statement = insert_ignoring_conflicts(conn, Run.__table__, [run_row], ("digest",)).returning(Run.id)
+    run_id = conn.execute(statement, run_row).scalar()
+    if run_id is None:
+        raise AlreadyStored(existing_run(conn, plan.digest)[0])
+    results = [
+        {
+            **{k: v for k, v in row.items() if k != "series_fingerprint"},
+            "run_id": run_id,
+            "series_id": series_ids[(row["series_fingerprint"],)],
+        }
+        for row in plan.results
+    ]
+    if results:
+        conn.execute(Result.__table__.insert(), results)
+    verdicts = [
+        {
+            **{k: v for k, v in row.items() if k != "case_fingerprint"},
+            "run_id": run_id,
+            "case_id": case_ids[(row["case_fingerprint"],)],
+        }
+        for row in plan.verdicts
+    ]
+    if verdicts:
+        conn.execute(Verdict.__table__.insert(), verdicts)
+    conn.execute(
+        RunFile.__table__.insert(),
+        [{"run_id": run_id, "role": role, "digest": file_digests[role]} for role, _ in plan.files],
+    )
+    return StoredRun(run_id, True, plan.digest, summary)
+
+
+def _one_id(conn: Connection, table, row: dict, keys: tuple[str, ...]) -> int:
+    ids = get_or_create_ids(conn, table, [row], keys)
+    return ids[tuple(row[k] for k in keys)]
+
+
+def _store_raw_files(conn: Connection, files: list[tuple[str, bytes]], now: datetime) -> dict[str, str]:
+    by_digest: dict[str, bytes] = {}
+    roles: dict[str, str] = {}
+    for role, content in files:
+        digest = sha256_hex(content)
+        by_digest[digest] = content
+        roles[role] = digest
+    wanted = sorted(by_digest)
+    existing: set[str] = set()
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        existing.update(conn.scalars(select(RawFile.digest).where(RawFile.digest.in_(chunk))))
+    missing = [
+        {"digest": d, "size": len(by_digest[d]), "content": by_digest[d], "created_at": now}
+        for d in wanted
+        if d not in existing
+    ]
+    if missing:
+        conn.execute(insert_ignoring_conflicts(conn, RawFile.__table__, missing, ("digest",)), missing)
+    return roles
+
+
+def _store_commit(conn: Connection, commit: dict) -> int:
+    commit_id = _one_id(conn, Commit.__table__, commit, ("repo", "sha"))
+    # A commit first seen without branch/PR context learns it from a later upload that has it.
+    fillable = {k: commit[k] for k in ("branch", "pr_number", "merge_base_sha", "committed_at") if commit[k]}
+    for column, value in fillable.items():
+        conn.execute(
+            update(Commit)
+            .where(Commit.id == commit_id, getattr(Commit, column).is_(None))
+            .values({column: value})
+        )
+    return commit_id
+
+
+def _store_benchmarks(conn: Connection, plan: RunPlan) -> dict[str, int]:
+    rows = list(plan.benchmarks.values())
+    ids = get_or_create_ids(conn, Benchmark.__table__, rows, ("name",))
+    current = {
+        name: (version, unit)
+        for name, version, unit in conn.execute(
+            select(Benchmark.name, Benchmark.version, Benchmark.unit).where(
+                Benchmark.name.in_(list(plan.benchmarks))
+            )
+        )
+    }
+    for row in rows:
+        if current.get(row["name"]) != (row["version"], row["unit"]) and row["version"]:
+            conn.execute(
+                update(Benchmark)
+                .where(Benchmark.name == row["name"])
+                .values(version=row["version"], unit=row["unit"], param_names=row["param_names"])
+            )
+    return {name: ids[(name,)] for name in plan.benchmarks}

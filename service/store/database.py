@@ -1,0 +1,61 @@
+"""Engine and session creation for SQLite (embedded default) and PostgreSQL (psycopg 3)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+from tewatch.core.settings import normalise_database_url
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+# Connection execution option: begin the transaction with a write lock (SQLite `BEGIN IMMEDIATE`), so
+# concurrent writers queue on the busy timeout instead of failing when a read lock cannot be upgraded.
+WRITE_TRANSACTION = "tewatch_write"
+
+
+def is_sqlite(engine: Engine | Connection) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def make_engine(url: str, **kwargs) -> Engine:
+    url = normalise_database_url(url)
+    if url.startswith("sqlite"):
+        engine = create_engine(
+            url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}, **kwargs
+        )
+        _configure_sqlite(engine)
+        return engine
+    return create_engine(url, pool_pre_ping=True, **kwargs)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        # Let SQLAlchemy, not the driver, emit BEGIN (pysqlite's implicit transactions defeat BEGIN IMMEDIATE).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        immediate = conn.get_execution_options().get(WRITE_TRANSACTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+@contextmanager
+def write_connection(engine: Engine) -> Iterator[Connection]:
+    """One all-or-nothing write transaction; commits on success, rolls back on any exception."""
+    with engine.connect() as conn:
+        conn = conn.execution_options(**{WRITE_TRANSACTION: True})
+        with conn.begin():
+            yield conn

@@ -1,0 +1,56 @@
+"""Alembic environment: runs on the connection or URL handed over by tewatch.store.migrate."""
+
+import importlib
+import importlib.util
+
+from alembic import context
+from sqlalchemy import pool
+from tewatch.store.database import make_engine
+from tewatch.store.models import Base
+
+# Tables owned by other parts of the service register on the same metadata when they exist.
+for _module in ("tewatch.store.alert_models",):
+    if importlib.util.find_spec(_module) is not None:
+        importlib.import_module(_module)
+
+target_metadata = Base.metadata
+config = context.config
+
+
+def _run(connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+        return
+    engine = make_engine(config.get_main_option("sqlalchemy.url"), poolclass=pool.NullPool)
+    with engine.connect() as connection:
+        _run(connection)
+    engine.dispose()
+
+
+def run_migrations_offline() -> None:
+    context.configure(
+        url=config.get_main_option("sqlalchemy.url"),
+        target_metadata=target_metadata,
+        literal_binds=True,
+        dialect_opts={"paramstyle": "named"},
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

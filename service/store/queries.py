@@ -1,0 +1,404 @@
+"""The read side: every query the API and the dashboards need, in one place, as plain dicts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Select, and_, func, select
+from sqlalchemy.orm import aliased
+from tewatch.store.models import (
+    Benchmark,
+    Case,
+    Commit,
+    Environment,
+    Machine,
+    Result,
+    Run,
+    RunFile,
+    Series,
+    Verdict,
+)
+
+CASE_COLUMNS = (
+    Case.case_name,
+    Case.params,
+    Case.gpu_model,
+    Case.compute_capability,
+    Case.backend,
+    Case.recipe,
+    Case.mode,
+    Case.rank,
+    Case.world_size,
+    Case.labels,
+)
+VERDICT_COLUMNS = (
+    Verdict.status,
+    Verdict.check,
+    Verdict.metric,
+    Verdict.metric_value,
+    Verdict.tolerance,
+    Verdict.exception_class,
+    Verdict.message,
+    Verdict.traceback_head,
+    Verdict.reason,
+    Verdict.extra_checks,
+)
+
+
+@dataclass
+class Page:
+    items: list[dict[str, Any]]
+    total: int
+    limit: int
+    offset: int
+
+
+def _rows(conn: Connection, statement: Select) -> list[dict[str, Any]]:
+    return [dict(row._mapping) for row in conn.execute(statement)]
+
+
+def _page(conn: Connection, statement: Select, limit: int, offset: int) -> Page:
+    total = conn.execute(select(func.count()).select_from(statement.order_by(None).subquery())).scalar_one()
+    return Page(_rows(conn, statement.limit(limit).offset(offset)), total, limit, offset)
+
+
+def _enum_value(value: Any) -> Any:
+    return getattr(value, "value", value)
+
+
+def _run_select() -> Select:
+    return (
+        select(
+            Run.id,
+            Run.digest,
+            Run.branch,
+            Run.pr_number,
+            Run.merge_base_sha,
+            Run.asv_env_name,
+            Run.profile,
+            Run.started_at,
+            Run.finished_at,
+            Run.uploaded_at,
+            Run.summary,
+            Commit.sha.label("commit_sha"),
+            Commit.repo.label("repo"),
+            Commit.committed_at,
+            Machine.id.label("machine_id"),
+            Machine.name.label("machine_name"),
+            Machine.gpu_model,
+            Machine.compute_capability,
+            Environment.torch,
+            Environment.te_version,
+            Environment.te_commit,
+            Environment.python,
+        )
+        .join(Commit, Commit.id == Run.commit_id)
+        .join(Machine, Machine.id == Run.machine_id)
+        .join(Environment, Environment.id == Run.environment_id)
+    )
+
+
+def list_runs(
+    conn: Connection,
+    *,
+    branch: str | None = None,
+    gpu: str | None = None,
+    machine: str | None = None,
+    commit: str | None = None,
+    pr_number: int | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> Page:
+    statement = _run_select().order_by(Run.id.desc())
+    if branch is not None:
+        statement = statement.where(Run.branch == branch)
+    if gpu is not None:
+        statement = statement.where(Machine.gpu_model == gpu)
+    if machine is not None:
+        statement = statement.where(Machine.name == machine)
+    if commit is not None:
+        statement = statement.where(Commit.sha.startswith(commit))
+    if pr_number is not None:
+        statement = statement.where(Run.pr_number == pr_number)
+    return _page(conn, statement, limit, offset)
+
+
+def get_run(conn: Connection, run_id: int) -> dict[str, Any] | None:
+    rows = _rows(conn, _run_select().where(Run.id == run_id))
+    if not rows:
+        return None
+    run = rows[0]
+    run["gpu_state"] = conn.execute(select(Run.gpu_state).where(Run.id == run_id)).scalar_one()
+    run["machine"] = _rows(
+        conn,
+        select(Machine).where(Machine.id == run["machine_id"]).with_only_columns(*Machine.__table__.columns),
+    )[0]
+    environment_id = conn.execute(select(Run.environment_id).where(Run.id == run_id)).scalar_one()
+    run["environment"] = _rows(
+        conn, select(*Environment.__table__.columns).where(Environment.id == environment_id)
+    )[0]
+    run["files"] = _rows(
+        conn, select(RunFile.role, RunFile.digest).where(RunFile.run_id == run_id).order_by(RunFile.role)
+    )
+    return run
+
+
+def list_commits(
+    conn: Connection, *, repo: str | None = None, branch: str | None = None, limit: int = 100, offset: int = 0
+) -> Page:
+    runs = select(Run.commit_id, func.count(Run.id).label("runs")).group_by(Run.commit_id).subquery()
+    statement = (
+        select(*Commit.__table__.columns, func.coalesce(runs.c.runs, 0).label("runs"))
+        .outerjoin(runs, runs.c.commit_id == Commit.id)
+        .order_by(Commit.committed_at.desc().nulls_last(), Commit.id.desc())
+    )
+    if repo is not None:
+        statement = statement.where(Commit.repo == repo)
+    if branch is not None:
+        statement = statement.where(Commit.branch == branch)
+    return _page(conn, statement, limit, offset)
+
+
+def list_benchmarks(conn: Connection, *, case_name: str | None = None) -> list[dict[str, Any]]:
+    statement = select(*Benchmark.__table__.columns).order_by(Benchmark.name)
+    if case_name is not None:
+        statement = statement.where(Benchmark.case_name == case_name)
+    return _rows(conn, statement)
+
+
+def list_machines(conn: Connection) -> list[dict[str, Any]]:
+    return _rows(conn, select(*Machine.__table__.columns).order_by(Machine.id))
+
+
+def list_cases(
+    conn: Connection,
+    *,
+    case_name: str | None = None,
+    gpu: str | None = None,
+    backend: str | None = None,
+    recipe: str | None = None,
+    limit: int = 500,
+    offset: int = 0,
+) -> Page:
+    statement = select(Case.id, *CASE_COLUMNS).order_by(Case.case_name, Case.id)
+    statement = _case_filters(statement, case_name=case_name, gpu=gpu, backend=backend, recipe=recipe)
+    page = _page(conn, statement, limit, offset)
+    ids = [item["id"] for item in page.items]
+    series: dict[int, list[dict[str, Any]]] = {}
+    for start in range(0, len(ids), 500):
+        for row in conn.execute(
+            select(Series.case_id, Series.id, Benchmark.name, Benchmark.unit)
+            .join(Benchmark, Benchmark.id == Series.benchmark_id)
+            .where(Series.case_id.in_(ids[start : start + 500]))
+            .order_by(Benchmark.name)
+        ):
+            series.setdefault(row.case_id, []).append({"id": row.id, "benchmark": row.name, "unit": row.unit})
+    for item in page.items:
+        item["series"] = series.get(item["id"], [])
+    return page
+
+
+def _case_filters(statement: Select, **filters: str | None) -> Select:
+    columns = {
+        "case_name": Case.case_name,
+        "gpu": Case.gpu_model,
+        "backend": Case.backend,
+        "recipe": Case.recipe,
+    }
+    for name, value in filters.items():
+        if value is not None:
+            statement = statement.where(columns[name] == value)
+    return statement
+
+
+def get_series(
+    conn: Connection,
+    series_id: int,
+    *,
+    branch: str | None = None,
+    limit: int = 1000,
+    max_points: int | None = None,
+    with_samples: bool = True,
+) -> dict[str, Any] | None:
+    header = conn.execute(
+        select(
+            Series.id,
+            Series.fingerprint,
+            Series.case_id,
+            Benchmark.name.label("benchmark"),
+            Benchmark.unit,
+            Benchmark.type,
+            Benchmark.higher_is_better,
+            *CASE_COLUMNS,
+        )
+        .join(Benchmark, Benchmark.id == Series.benchmark_id)
+        .join(Case, Case.id == Series.case_id)
+        .where(Series.id == series_id)
+    ).first()
+    if header is None:
+        return None
+    series = dict(header._mapping)
+    columns = [
+        Result.run_id,
+        Result.status,
+        Result.value,
+        Result.q_25,
+        Result.q_75,
+        Result.ci_99_a,
+        Result.ci_99_b,
+        Result.number,
+        Result.repeat,
+        Result.benchmark_version,
+        Result.started_at,
+        Run.branch,
+        Run.pr_number,
+        Run.uploaded_at,
+        Commit.sha.label("commit_sha"),
+        Commit.committed_at,
+        Run.machine_id,
+        Verdict.status.label("verdict"),
+    ]
+    if with_samples:
+        columns.append(Result.samples)
+    statement = (
+        select(*columns)
+        .join(Run, Run.id == Result.run_id)
+        .join(Commit, Commit.id == Run.commit_id)
+        .outerjoin(Verdict, and_(Verdict.run_id == Result.run_id, Verdict.case_id == series["case_id"]))
+        .where(Result.series_id == series_id)
+        .order_by(Result.run_id.desc())
+        .limit(limit)
+    )
+    if branch is not None:
+        statement = statement.where(Run.branch == branch)
+    points = _rows(conn, statement)
+    points.sort(key=lambda p: (p["committed_at"] is None, p["committed_at"] or 0, p["run_id"]))
+    for point in points:
+        point["status"] = _enum_value(point["status"])
+        point["verdict"] = _enum_value(point["verdict"])
+    series["total_points"] = len(points)
+    series["points"] = downsample(points, max_points) if max_points else points
+    return series
+
+
+def downsample(points: list[dict[str, Any]], max_points: int) -> list[dict[str, Any]]:
+    """Keep every k-th point, plus every point whose status or verdict is not ok/pass, plus the last."""
+    if len(points) <= max_points or max_points < 2:
+        return points
+    step = len(points) / (max_points - 1)
+    keep = {round(i * step) for i in range(max_points - 1)} | {len(points) - 1}
+    keep |= {i for i, p in enumerate(points) if p["status"] != "ok" or p["verdict"] not in (None, "pass")}
+    return [points[i] for i in sorted(keep) if i < len(points)]
+
+
+def latest_verdicts(
+    conn: Connection,
+    *,
+    gpu: str | None = None,
+    backend: str | None = None,
+    recipe: str | None = None,
+    case_name: str | None = None,
+    branch: str | None = None,
+    status: str | None = None,
+) -> list[dict[str, Any]]:
+    """The verdict of the most recent run of every case (one index probe per case, then one join)."""
+    newest = select(Verdict.id).where(Verdict.case_id == Case.id)
+    if branch is not None:
+        branch_run = aliased(Run)
+        newest = newest.join(branch_run, branch_run.id == Verdict.run_id).where(branch_run.branch == branch)
+    newest = newest.order_by(Verdict.run_id.desc()).limit(1).correlate(Case).scalar_subquery()
+    latest = aliased(Verdict)
+    statement = (
+        select(
+            Case.id.label("case_id"),
+            *CASE_COLUMNS,
+            latest.run_id,
+            *(getattr(latest, c.key) for c in VERDICT_COLUMNS),
+            Commit.sha.label("commit_sha"),
+            Run.branch,
+            Run.uploaded_at,
+        )
+        .select_from(Case)
+        .join(latest, latest.id == newest)
+        .join(Run, Run.id == latest.run_id)
+        .join(Commit, Commit.id == Run.commit_id)
+        .order_by(Case.case_name, Case.id)
+    )
+    statement = _case_filters(statement, case_name=case_name, gpu=gpu, backend=backend, recipe=recipe)
+    if status is not None:
+        statement = statement.where(latest.status == status)
+    rows = _rows(conn, statement)
+    for row in rows:
+        row["status"] = _enum_value(row["status"])
+    return rows
+
+
+def compare_runs(conn: Connection, base_run_id: int, head_run_id: int) -> list[dict[str, Any]]:
+    base, head = aliased(Result), aliased(Result)
+    base_verdict, head_verdict = aliased(Verdict), aliased(Verdict)
+    statement = (
+        select(
+            Series.id.label("series_id"),
+            Benchmark.name.label("benchmark"),
+            Benchmark.unit,
+            Benchmark.higher_is_better,
+            *CASE_COLUMNS,
+            base.status.label("base_status"),
+            base.value.label("base_value"),
+            head.status.label("head_status"),
+            head.value.label("head_value"),
+            base_verdict.status.label("base_verdict"),
+            head_verdict.status.label("head_verdict"),
+        )
+        .select_from(Series)
+        .join(Benchmark, Benchmark.id == Series.benchmark_id)
+        .join(Case, Case.id == Series.case_id)
+        .outerjoin(base, and_(base.series_id == Series.id, base.run_id == base_run_id))
+        .outerjoin(head, and_(head.series_id == Series.id, head.run_id == head_run_id))
+        .outerjoin(base_verdict, and_(base_verdict.case_id == Case.id, base_verdict.run_id == base_run_id))
+        .outerjoin(head_verdict, and_(head_verdict.case_id == Case.id, head_verdict.run_id == head_run_id))
+        .where(Series.id.in_(select(Result.series_id).where(Result.run_id.in_([base_run_id, head_run_id]))))
+        .order_by(Benchmark.name, Case.id)
+    )
+    rows = _rows(conn, statement)
+    for row in rows:
+        for key in ("base_status", "head_status", "base_verdict", "head_verdict"):
+            row[key] = _enum_value(row[key])
+        base_value, head_value = row["base_value"], row["head_value"]
+        row["ratio"] = head_value / base_value if base_value and head_value is not None else None
+        row["change"] = _change(row)
+    return rows
+
+
+def _change(row: dict[str, Any]) -> str:
+    """What happened between base and head, in words the dashboard can colour."""
+    if row["base_status"] is None:
+        return "new"
+    if row["head_status"] is None:
+        return "gone"
+    if row["base_status"] == "ok" and row["head_status"] != "ok":
+        return "broke"
+    if row["base_status"] != "ok" and row["head_status"] == "ok":
+        return "fixed"
+    if row["ratio"] is None:
+        return "unchanged"
+    better = (row["ratio"] > 1) == bool(row["higher_is_better"])
+    return "same" if row["ratio"] == 1 else ("better" if better else "worse")
+
+
+def store_counts(conn: Connection) -> dict[str, int]:
+    tables = {
+        "runs": Run,
+        "results": Result,
+        "verdicts": Verdict,
+        "cases": Case,
+        "series": Series,
+        "benchmarks": Benchmark,
+        "commits": Commit,
+        "machines": Machine,
+    }
+    return {
+        name: conn.execute(select(func.count()).select_from(model)).scalar_one()
+        for name, model in tables.items()
+    }
