@@ -55,7 +55,7 @@ def bootstrap_ratio_samples(
     numerator: Iterable[float], denominator: Iterable[float], resamples: int, seed: int = 0
 ) -> tuple[float, ...]:
     num, den = np.asarray(list(numerator), float), np.asarray(list(denominator), float)
-    if len(num) == 0 or len(den) == 0:
+    if len(num) == 0 or len(den) == 0 or resamples <= 0:
         return ()
     rng = np.random.default_rng(seed)
     num_medians = np.median(rng.choice(num, (resamples, len(num))), axis=1)

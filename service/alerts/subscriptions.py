@@ -1,0 +1,56 @@
+"""Webhook subscriptions: a URL, a shared secret and the event types it wants."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from tewatch.alerts.events import EVENT_TYPES
+from tewatch.store.alert_models import WebhookSubscription
+
+MIN_SECRET_LENGTH = 16
+
+
+class SubscriptionError(ValueError):
+    pass
+
+
+def validate(url: str, secret: str, event_types: Iterable[str]) -> list[str]:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise SubscriptionError(f"webhook URL must be http(s)://host/...: {url!r}")
+    if len(secret) < MIN_SECRET_LENGTH:
+        raise SubscriptionError(f"the secret must be at least {MIN_SECRET_LENGTH} characters")
+    types = sorted(set(event_types))
+    unknown = [t for t in types if t not in EVENT_TYPES]
+    if unknown or not types:
+        raise SubscriptionError(f"event types must be among {', '.join(EVENT_TYPES)}; got {', '.join(unknown) or 'none'}")
+    return types
+
+
+def add_subscription(
+    session: Session, url: str, secret: str, event_types: Iterable[str], description: str = ""
+) -> WebhookSubscription:
+    types = validate(url, secret, event_types)
+    subscription = WebhookSubscription(url=url, secret=secret, event_types=types, description=description)
+    session.add(subscription)
+    session.flush()
+    return subscription
+
+
+def active_subscriptions(session: Session) -> list[WebhookSubscription]:
+    query = select(WebhookSubscription).where(WebhookSubscription.active.is_(True)).order_by(WebhookSubscription.id)
+    return list(session.scalars(query))
+
+
+def remove_subscription(session: Session, subscription_id: int) -> WebhookSubscription:
+    """Stops new deliveries; the delivery log is kept."""
+    subscription = session.get(WebhookSubscription, subscription_id)
+    if subscription is None or not subscription.active:
+        raise SubscriptionError(f"no active webhook subscription {subscription_id}")
+    subscription.active = False
+    subscription.removed_at = datetime.now(UTC)
+    return subscription

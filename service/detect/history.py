@@ -1,0 +1,169 @@
+"""Reading series history out of the store, in commit order, for the detectors."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from tewatch.detect.ratios import Measured, paired_ratios
+from tewatch.store.models import (
+    Benchmark,
+    Case,
+    Commit,
+    Environment,
+    Machine,
+    Result,
+    ResultStatus,
+    Run,
+    Series,
+)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class SeriesInfo:
+    key: str  # the series fingerprint, or a ratio key
+    series_id: int | None
+    case_id: int | None
+    benchmark: str
+    params: dict
+    unit: str
+    higher_is_better: bool
+    gpu_model: str
+
+    @property
+    def label(self) -> str:
+        params = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.benchmark}({params})" if params else self.benchmark
+
+
+@dataclass
+class Point:
+    run_id: int
+    commit_id: int
+    sha: str
+    value: float
+    environment: dict[str, str]
+
+
+@dataclass
+class History:
+    info: SeriesInfo
+    points: list[Point] = field(default_factory=list)
+
+    @property
+    def values(self) -> np.ndarray:
+        return np.array([p.value for p in self.points], dtype=float)
+
+
+def _aware(moment: datetime | None) -> datetime:
+    if moment is None:
+        return _EPOCH
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _environment(machine: Machine, environment: Environment) -> dict[str, str]:
+    return {
+        "driver": machine.driver, "cuda": machine.cuda, "cublaslt": machine.cublaslt, "cudnn": machine.cudnn,
+        "torch": environment.torch, "te_version": environment.te_version,
+    }
+
+
+def branch_histories(
+    session: Session, branch: str, series_ids: Iterable[int] | None = None, with_ratios: bool = True
+) -> list[History]:
+    """Every series' history on a branch (pull request runs excluded), one point per commit in commit
+    order (commit date, then run start, then upload); several runs of one commit give their median."""
+    query = (
+        select(Result.series_id, Result.value, Result.run_id, Run.started_at, Run.uploaded_at, Commit.id,
+               Commit.sha, Commit.committed_at, Run.machine_id, Run.environment_id)
+        .join(Run, Result.run_id == Run.id)
+        .join(Commit, Run.commit_id == Commit.id)
+        .where(Run.branch == branch, Run.pr_number.is_(None), Result.status == ResultStatus.ok,
+               Result.value.is_not(None))
+    )
+    wanted = set(series_ids) if series_ids is not None else None
+    if wanted is not None:
+        query = query.where(Result.series_id.in_(wanted))
+    rows = session.execute(query).all()
+    if not rows:
+        return []
+    info = series_infos(session, {r[0] for r in rows})
+    environments = _environments(session, {(r[8], r[9]) for r in rows})
+    order: dict[int, tuple] = {}
+    by_series_commit: dict[int, dict[int, list]] = defaultdict(lambda: defaultdict(list))
+    per_run: dict[int, list[Measured]] = defaultdict(list)
+    run_meta = {}
+    for series_id, value, run_id, started_at, uploaded_at, commit_id, sha, committed_at, machine_id, env_id in rows:
+        key = (_aware(committed_at), _aware(started_at or uploaded_at), run_id)
+        order[commit_id] = min(order.get(commit_id, key), key)
+        env = environments[(machine_id, env_id)]
+        by_series_commit[series_id][commit_id].append((run_id, sha, value, env))
+        run_meta[run_id] = (commit_id, sha, env)
+        if with_ratios:
+            s = info[series_id]
+            per_run[run_id].append(Measured(benchmark=f"{s.benchmark}@{s.gpu_model}", params=s.params, value=value))
+    histories = []
+    for series_id, commits in by_series_commit.items():
+        history = History(info=info[series_id])
+        for commit_id in sorted(commits, key=order.__getitem__):
+            runs = commits[commit_id]
+            run_id, sha, value, env = max(runs, key=lambda r: r[0])
+            if len(runs) > 1:
+                value = float(np.median([r[2] for r in runs]))
+            history.points.append(Point(run_id, commit_id, sha, value, env))
+        histories.append(history)
+    if with_ratios:
+        histories += ratio_histories(per_run, run_meta, order, info)
+    return histories
+
+
+def _environments(session: Session, pairs: set[tuple[int, int]]) -> dict[tuple[int, int], dict[str, str]]:
+    machines = {m.id: m for m in session.scalars(select(Machine).where(Machine.id.in_({p[0] for p in pairs})))}
+    envs = {e.id: e for e in session.scalars(select(Environment).where(Environment.id.in_({p[1] for p in pairs})))}
+    return {(m, e): _environment(machines[m], envs[e]) for m, e in pairs}
+
+
+def ratio_histories(per_run, run_meta, order, info: dict[int, SeriesInfo]) -> list[History]:
+    units = {f"{s.benchmark}@{s.gpu_model}": (s.unit, s.higher_is_better, s.gpu_model) for s in info.values()}
+    series: dict[str, History] = {}
+    for run_id in sorted(per_run, key=lambda r: order[run_meta[r][0]]):
+        commit_id, sha, env = run_meta[run_id]
+        for point in paired_ratios(per_run[run_id], resamples=0):
+            unit, higher_better, gpu = units[point.benchmark]
+            history = series.get(point.key)
+            if history is None:
+                history = series[point.key] = History(
+                    SeriesInfo(key=point.key, series_id=None, case_id=None, benchmark=f"{point.benchmark} {point.ratio}",
+                               params=dict(point.shared_params), unit=f"ratio of {unit}",
+                               higher_is_better=higher_better, gpu_model=gpu)
+                )
+            if history.points and history.points[-1].commit_id == commit_id:
+                continue
+            history.points.append(Point(run_id, commit_id, sha, point.value, env))
+    return list(series.values())
+
+
+def series_infos(session: Session, series_ids: Iterable[int]) -> dict[int, SeriesInfo]:
+    ids = list(set(series_ids))
+    infos = {}
+    for start in range(0, len(ids), 500):
+        query = (
+            select(Series.id, Series.fingerprint, Series.case_id, Benchmark, Case)
+            .join(Benchmark, Series.benchmark_id == Benchmark.id)
+            .join(Case, Series.case_id == Case.id)
+            .where(Series.id.in_(ids[start : start + 500]))
+        )
+        for series_id, fingerprint, case_id, benchmark, case in session.execute(query):
+            infos[series_id] = SeriesInfo(
+                key=fingerprint, series_id=series_id, case_id=case_id, benchmark=benchmark.name,
+                params=case.params or {}, unit=benchmark.unit, higher_is_better=benchmark.higher_is_better,
+                gpu_model=case.gpu_model,
+            )
+    return infos

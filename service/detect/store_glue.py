@@ -1,0 +1,374 @@
+"""Detection against the store: change points on branches, correctness flips, pull requests against their
+merge base. Detections, alerts and webhook events are written in one transaction per call."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+from tewatch.alerts.events import EventType, emit
+from tewatch.alerts.lifecycle import change_status, open_alert
+from tewatch.alerts.markdown import CorrectnessRow, PrReport, TimingRow, render_pr_report
+from tewatch.detect.changepoint import ChangePoint, clip_outliers, detect_change_points, robust_sigma
+from tewatch.detect.compare import CompareVerdict, compare_sweep
+from tewatch.detect.config import ChangePointConfig, CompareConfig
+from tewatch.detect.direction import Direction, direction_of
+from tewatch.detect.environment import environment_shift
+from tewatch.detect.history import History, SeriesInfo, branch_histories, series_infos
+from tewatch.detect.version import DETECTOR_VERSION
+from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, Detection, PrComparison
+from tewatch.store.database import WRITE_TRANSACTION, session_factory
+from tewatch.store.models import (
+    Case,
+    Commit,
+    Machine,
+    Result,
+    ResultStatus,
+    Run,
+    Verdict,
+    VerdictStatus,
+)
+
+FAILING = {VerdictStatus.fail_accuracy, VerdictStatus.error, VerdictStatus.timeout, VerdictStatus.oom}
+HISTORY_FOR_NOISE = 60
+
+
+@dataclass
+class DetectSummary:
+    series: int = 0
+    change_points: int = 0
+    new_regressions: int = 0
+    new_improvements: int = 0
+    environment_shifts: int = 0
+    withdrawn: int = 0
+    correctness_alerts: int = 0
+    resolved_alerts: int = 0
+    comparisons: dict[str, int] = field(default_factory=dict)
+    events: int = 0
+
+
+@contextmanager
+def write_session(engine: Engine) -> Iterator[Session]:
+    """One write transaction (SQLite: BEGIN IMMEDIATE): committed on success, rolled back on error."""
+    with session_factory(engine)() as session, session.begin():
+        session.connection(execution_options={WRITE_TRANSACTION: True})
+        yield session
+
+
+# change points on a branch ------------------------------------------------------------------------------
+def _links(public_url: str, info: SeriesInfo) -> dict[str, str]:
+    base = public_url.rstrip("/")
+    links = {"alerts": f"{base}/alerts"}
+    if info.series_id is not None:
+        links["series"] = f"{base}/series/{info.series_id}"
+    return links
+
+
+def _record_change_point(
+    session: Session, history: History, cp: ChangePoint, branch: str, config: ChangePointConfig,
+    public_url: str, summary: DetectSummary, existing: list[Detection],
+) -> None:
+    info, points = history.info, history.points
+    direction = direction_of(cp.effect, info.higher_is_better)
+    shift = environment_shift([p.environment for p in points], cp.first_possible_index, cp.last_possible_index)
+    position = {p.commit_id: i for i, p in enumerate(points)}
+    fields = {
+        "series_id": info.series_id, "series_key": info.key, "branch": branch, "gpu_model": info.gpu_model,
+        "run_id": points[cp.index].run_id, "commit_id": points[cp.index].commit_id,
+        "before_commit_id": points[cp.before_index].commit_id,
+        "first_possible_commit_id": points[cp.first_possible_index].commit_id, "direction": direction.value,
+        "baseline": cp.baseline, "level_after": cp.level_after, "lower_limit": cp.lower_limit, "upper_limit": cp.upper_limit,
+        "effect": cp.effect, "z": cp.z, "sigma": cp.sigma, "n_before": cp.n_before, "n_after": cp.n_after,
+        "environment_shift": shift is not None, "environment_changes": shift[1] if shift else {},
+        "detector_version": DETECTOR_VERSION, "config": config.as_dict(), "active": True,
+    }
+    slack = config.persistence
+    for stored in existing:
+        at = position.get(stored.commit_id)
+        if (stored.direction == direction.value and at is not None
+                and cp.first_possible_index - slack <= at <= cp.last_possible_index + slack):
+            for name, value in fields.items():
+                setattr(stored, name, value)
+            existing.remove(stored)
+            return
+    detection = Detection(**fields)
+    session.add(detection)
+    session.flush()
+    summary.change_points += 1
+    summary.environment_shifts += shift is not None
+    if direction is Direction.improvement:
+        summary.new_improvements += 1
+        return
+    summary.new_regressions += 1
+    sha_range = f"{points[cp.first_possible_index].sha[:10]}..{points[cp.last_possible_index].sha[:10]}"
+    prefix = "[environment] " if shift else ""
+    alert, created = open_alert(
+        session, f"regression:{info.key}:{branch}:{detection.id}", AlertKind.regression,
+        f"{prefix}{info.label} on {info.gpu_model}: {cp.effect * 100:+.1f} % since {sha_range}",
+        series_id=info.series_id, case_id=info.case_id, detection_id=detection.id,
+        run_id=points[cp.index].run_id, branch=branch, gpu_model=info.gpu_model, effect=cp.effect,
+        details={"environment_changes": fields["environment_changes"], "commit_range": sha_range},
+    )
+    if created:
+        payload = {
+            "alert_id": alert.id, "detection_id": detection.id, "branch": branch, "series": info.label,
+            "series_key": info.key, "series_id": info.series_id, "gpu_model": info.gpu_model, "unit": info.unit,
+            "higher_is_better": info.higher_is_better,
+            "commit": points[cp.index].sha, "last_commit_before": points[cp.before_index].sha,
+            "first_possible_commit": points[cp.first_possible_index].sha,
+            "baseline": cp.baseline, "level_after": cp.level_after, "effect": cp.effect,
+            "lower_limit": cp.lower_limit, "upper_limit": cp.upper_limit, "z": cp.z,
+            "environment_shift": shift is not None, "environment_changes": fields["environment_changes"],
+            "detector_version": DETECTOR_VERSION, "links": _links(public_url, info),
+        }
+        emit(session, EventType.regression_detected, payload)
+        summary.events += 1
+
+
+def detect_histories(
+    session: Session, histories: list[History], branch: str, config: ChangePointConfig, public_url: str,
+    summary: DetectSummary, progress: Callable[[int], None] | None = None,
+) -> None:
+    keys = [h.info.key for h in histories]
+    stored: dict[str, list[Detection]] = defaultdict(list)
+    for start in range(0, len(keys), 500):
+        query = select(Detection).where(Detection.branch == branch, Detection.active.is_(True),
+                                        Detection.series_key.in_(keys[start : start + 500]))
+        for detection in session.scalars(query):
+            stored[detection.series_key].append(detection)
+    for history in histories:
+        summary.series += 1
+        existing = stored.get(history.info.key, [])
+        for cp in detect_change_points(history.values, config):
+            _record_change_point(session, history, cp, branch, config, public_url, summary, existing)
+        for gone in existing:  # later history no longer supports it
+            gone.active = False
+            summary.withdrawn += 1
+        if progress:
+            progress(1)
+
+
+def detect_branch(
+    engine: Engine, branch: str, public_url: str, config: ChangePointConfig | None = None,
+    series_ids: list[int] | None = None, progress_total: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> DetectSummary:
+    config = config or ChangePointConfig()
+    summary = DetectSummary()
+    with write_session(engine) as session:
+        histories = branch_histories(session, branch, series_ids)
+        if progress_total:
+            progress_total(len(histories))
+        detect_histories(session, histories, branch, config, public_url, summary, progress)
+    return summary
+
+
+# correctness -------------------------------------------------------------------------------------------
+def _case_label(case: Case) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in sorted((case.params or {}).items()))
+    return f"{case.case_name}({params})"
+
+
+def _verdict_detail(verdict: Verdict) -> str:
+    if verdict.status == VerdictStatus.fail_accuracy:
+        return f"{verdict.check}: {verdict.metric} = {verdict.metric_value} > tolerance {verdict.tolerance}"
+    text = f"{verdict.exception_class}: {verdict.message}" if verdict.exception_class else (verdict.message or "")
+    return f"{verdict.check}: {text}".strip(": ")
+
+
+def previous_verdicts(session: Session, run: Run) -> dict[int, VerdictStatus]:
+    """The verdict each case had before this run: the merge base for a pull request, else the latest
+    earlier run on the same branch."""
+    if run.pr_number is not None:
+        base_runs = merge_base_runs(session, run)
+        query = select(Verdict.case_id, Verdict.status).where(Verdict.run_id.in_([r.id for r in base_runs]))
+        return {case_id: status for case_id, status in session.execute(query)}
+    query = (
+        select(Verdict.case_id, Verdict.status, Run.id)
+        .join(Run, Verdict.run_id == Run.id)
+        .join(Commit, Run.commit_id == Commit.id)
+        .where(Run.branch == run.branch, Run.pr_number.is_(None), Run.id != run.id,
+               Verdict.case_id.in_(select(Verdict.case_id).where(Verdict.run_id == run.id)))
+        .order_by(Commit.committed_at, Run.started_at, Run.id)
+    )
+    this_commit = session.get(Commit, run.commit_id)
+    latest: dict[int, VerdictStatus] = {}
+    for case_id, status, other_id in session.execute(query):
+        other = session.get(Run, other_id)
+        if this_commit.committed_at and other.commit.committed_at and other.commit.committed_at > this_commit.committed_at:
+            continue
+        latest[case_id] = status
+    return latest
+
+
+def check_correctness(session: Session, run: Run, public_url: str, summary: DetectSummary) -> list[CorrectnessRow]:
+    before = previous_verdicts(session, run)
+    scope = f"pr{run.pr_number}" if run.pr_number is not None else f"branch:{run.branch}"
+    rows = []
+    query = select(Verdict, Case).join(Case, Verdict.case_id == Case.id).where(Verdict.run_id == run.id)
+    for verdict, case in session.execute(query).all():
+        previous = before.get(case.id)
+        if verdict.status in FAILING and previous in (None, VerdictStatus.passed):
+            detail = _verdict_detail(verdict)
+            rows.append(CorrectnessRow(_case_label(case), previous.value if previous else "", verdict.status.value,
+                                       detail, case.id))
+            alert, created = open_alert(
+                session, f"correctness:{case.fingerprint}:{scope}:{run.id}", AlertKind.correctness,
+                f"{_case_label(case)} on {case.gpu_model}: {verdict.status.value}",
+                case_id=case.id, verdict_id=verdict.id, run_id=run.id, branch=run.branch,
+                pr_number=run.pr_number, gpu_model=case.gpu_model,
+                details={"previous": previous.value if previous else None, "status": verdict.status.value,
+                         "detail": detail},
+            )
+            if created:
+                summary.correctness_alerts += 1
+                emit(session, EventType.correctness_failed, {
+                    "alert_id": alert.id, "case": _case_label(case), "case_id": case.id, "gpu_model": case.gpu_model,
+                    "branch": run.branch, "pr_number": run.pr_number, "commit": run.commit.sha,
+                    "previous": previous.value if previous else None, "status": verdict.status.value,
+                    "check": verdict.check, "exception_class": verdict.exception_class,
+                    "message": verdict.message, "metric": verdict.metric, "value": verdict.metric_value,
+                    "tolerance": verdict.tolerance,
+                    "links": {"alerts": f"{public_url.rstrip('/')}/alerts"},
+                })
+                summary.events += 1
+        elif verdict.status == VerdictStatus.passed and run.pr_number is None:
+            open_ones = session.scalars(select(Alert).where(
+                Alert.kind == AlertKind.correctness, Alert.case_id == case.id, Alert.branch == run.branch,
+                Alert.pr_number.is_(None), Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged])))
+            for alert in open_ones:
+                change_status(session, alert, AlertStatus.resolved, "detector", f"passes again in run {run.id}")
+                summary.resolved_alerts += 1
+    return rows
+
+
+# pull requests ---------------------------------------------------------------------------------------------
+def merge_base_runs(session: Session, run: Run) -> list[Run]:
+    if not run.merge_base_sha:
+        return []
+    query = (
+        select(Run).join(Commit, Run.commit_id == Commit.id).join(Machine, Run.machine_id == Machine.id)
+        .where(Commit.sha.startswith(run.merge_base_sha[:40]), Run.pr_number.is_(None),
+               Machine.gpu_model == run.machine.gpu_model)
+    )
+    return list(session.scalars(query))
+
+
+def between_run_sigmas(session: Session, series_ids: list[int]) -> dict[int, float]:
+    """Run-to-run noise of each series (log units), from its latest non-PR history."""
+    values: dict[int, list[float]] = defaultdict(list)
+    for start in range(0, len(series_ids), 500):
+        query = (
+            select(Result.series_id, Result.value).join(Run, Result.run_id == Run.id)
+            .where(Result.series_id.in_(series_ids[start : start + 500]), Run.pr_number.is_(None),
+                   Result.status == ResultStatus.ok, Result.value > 0)
+            .order_by(Run.uploaded_at)
+        )
+        for series_id, value in session.execute(query):
+            values[series_id].append(value)
+    sigmas = {}
+    for series_id, series_values in values.items():
+        tail = np.log(np.asarray(series_values[-HISTORY_FOR_NOISE:]))
+        if len(tail) >= 8:
+            floor = ChangePointConfig().sigma_floor
+            clipped = clip_outliers(tail, robust_sigma(tail, floor), ChangePointConfig().winsor_k)
+            sigmas[series_id] = robust_sigma(clipped, floor)
+    return sigmas
+
+
+def compare_pull_request(
+    session: Session, run: Run, correctness: list[CorrectnessRow], public_url: str, config: CompareConfig,
+    summary: DetectSummary,
+) -> PrReport | None:
+    base_runs = merge_base_runs(session, run)
+    head_rows = session.execute(
+        select(Result.series_id, Result.samples, Result.value)
+        .where(Result.run_id == run.id, Result.status == ResultStatus.ok)
+    ).all()
+    base_samples: dict[int, list[float]] = defaultdict(list)
+    if base_runs:
+        query = select(Result.series_id, Result.samples, Result.value).where(
+            Result.run_id.in_([r.id for r in base_runs]), Result.status == ResultStatus.ok)
+        for series_id, samples, value in session.execute(query):
+            base_samples[series_id].extend(samples or ([value] if value is not None else []))
+    series_ids = [r.series_id for r in head_rows]
+    infos = series_infos(session, series_ids)
+    sigmas = between_run_sigmas(session, series_ids)
+    pairs, keys = [], []
+    for series_id, samples, value in head_rows:
+        head = samples or ([value] if value is not None else [])
+        pairs.append((base_samples.get(series_id, []), head, infos[series_id].higher_is_better, sigmas.get(series_id)))
+        keys.append(series_id)
+    results = compare_sweep(pairs, config)
+    report = PrReport(
+        pr_number=run.pr_number, head_sha=run.commit.sha, base_sha=run.merge_base_sha or "",
+        gpu_model=run.machine.gpu_model, public_url=public_url, correctness=correctness,
+        min_effect=config.min_effect, alpha=config.alpha, detector_version=DETECTOR_VERSION,
+    )
+    for series_id, comparison in zip(keys, results):
+        info = infos[series_id]
+        nan_to_none = lambda v: None if v is None or not np.isfinite(v) else float(v)
+        row = PrComparison(
+            pr_number=run.pr_number, head_run_id=run.id, base_run_ids=[r.id for r in base_runs], series_id=series_id,
+            series_key=info.key, verdict=comparison.verdict.value, baseline=nan_to_none(comparison.baseline),
+            head=nan_to_none(comparison.head), effect=nan_to_none(comparison.effect),
+            ci_low=nan_to_none(comparison.ci_low), ci_high=nan_to_none(comparison.ci_high),
+            p_value=nan_to_none(comparison.p_value), q_value=nan_to_none(comparison.q_value),
+            n_base=comparison.n_base, n_head=comparison.n_head,
+            between_run_sigma=nan_to_none(comparison.between_run_sigma), min_effect=comparison.min_effect,
+            detector_version=DETECTOR_VERSION, config=config.as_dict(),
+        )
+        session.add(row)
+        summary.comparisons[comparison.verdict.value] = summary.comparisons.get(comparison.verdict.value, 0) + 1
+        report.counts[comparison.verdict.value] = report.counts.get(comparison.verdict.value, 0) + 1
+        if comparison.verdict in (CompareVerdict.regression, CompareVerdict.improvement):
+            timing = TimingRow(info.label, info.unit, comparison.baseline, comparison.head, comparison.effect,
+                               comparison.ci_low, comparison.ci_high, series_id)
+            target = report.regressions if comparison.verdict is CompareVerdict.regression else report.improvements
+            target.append(timing)
+        if comparison.verdict is CompareVerdict.regression:
+            session.flush()
+            open_alert(
+                session, f"pr-regression:{run.pr_number}:{info.key}:{run.id}", AlertKind.regression,
+                f"PR #{run.pr_number}: {info.label} on {info.gpu_model}: {comparison.effect * 100:+.1f} %",
+                series_id=series_id, case_id=info.case_id, comparison_id=row.id, run_id=run.id,
+                pr_number=run.pr_number, branch=run.branch, gpu_model=info.gpu_model, effect=comparison.effect,
+                details={"ci": [comparison.ci_low, comparison.ci_high], "q_value": comparison.q_value},
+            )
+    report.regressions.sort(key=lambda r: -abs(r.effect))
+    report.improvements.sort(key=lambda r: -abs(r.effect))
+    emit(session, EventType.pr_report, {
+        "pr_number": run.pr_number, "head_sha": run.commit.sha, "base_sha": run.merge_base_sha,
+        "gpu_model": run.machine.gpu_model, "run_id": run.id, "base_run_ids": [r.id for r in base_runs],
+        "counts": report.counts, "correctness_failures": len(correctness),
+        "markdown": render_pr_report(report), "detector_version": DETECTOR_VERSION,
+        "links": {"pr": f"{public_url.rstrip('/')}/pr/{run.pr_number}", "alerts": f"{public_url.rstrip('/')}/alerts"},
+    })
+    summary.events += 1
+    return report
+
+
+# after an upload -------------------------------------------------------------------------------------------
+def detect_after_upload(
+    engine: Engine, run_id: int, public_url: str, change_config: ChangePointConfig | None = None,
+    compare_config: CompareConfig | None = None,
+) -> DetectSummary:
+    """Correctness flips, then either the PR comparison or change points on the run's branch."""
+    summary = DetectSummary()
+    with write_session(engine) as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise LookupError(f"no run {run_id}")
+        correctness = check_correctness(session, run, public_url, summary)
+        if run.pr_number is not None:
+            compare_pull_request(session, run, correctness, public_url, compare_config or CompareConfig(), summary)
+        elif run.branch:
+            series_ids = list(session.scalars(select(Result.series_id).where(Result.run_id == run.id)))
+            histories = branch_histories(session, run.branch, series_ids)
+            detect_histories(session, histories, run.branch, change_config or ChangePointConfig(), public_url, summary)
+    return summary
