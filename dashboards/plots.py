@@ -1,0 +1,111 @@
+"""Series charts rendered by matplotlib to SVG: for pages without JavaScript, PR comments and static export.
+
+Renders with the object-oriented API (no pyplot state), so concurrent requests do not share a figure.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+
+import matplotlib
+from matplotlib.figure import Figure
+from tewatch.dashboards.series_chart import ChartData
+
+matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "tewatch", "font.size": 9})
+
+COLOURS = {
+    "sample": "#7aa6d8", "median": "#1d2433", "band": "#76b900", "regression": "#b54708",
+    "improvement": "#1849a9", "shift": "#6b4fbb", "failure": "#b42318",
+}
+
+
+def display_scale(unit: str, values: list[float]) -> tuple[float, str]:
+    """A factor and a unit label that keep seconds readable (ms, µs)."""
+    if unit != "seconds" or not values:
+        return 1.0, {"fraction": "share"}.get(unit, unit)
+    typical = sorted(values)[len(values) // 2]
+    for factor, label in ((1.0, "s"), (1e3, "ms"), (1e6, "µs")):
+        if typical * factor >= 1:
+            return factor, label
+    return 1e9, "ns"
+
+
+def render_series_svg(chart: ChartData, width: float = 10.0, height: float = 3.6) -> str:
+    fig = Figure(figsize=(width, height), layout="constrained")
+    ax = fig.add_subplot()
+    values = [p.value for p in chart.points if p.value is not None] or [
+        b.median for b in chart.buckets if b.median is not None]
+    scale, unit_label = display_scale(chart.header.unit, values)
+
+    for seg in chart.band:
+        ax.fill_between([seg.x0, seg.x1], seg.lower * scale, seg.upper * scale, color=COLOURS["band"], alpha=0.13,
+                        linewidth=0)
+        ax.plot([seg.x0, seg.x1], [seg.baseline * scale] * 2, color=COLOURS["band"], linewidth=1, linestyle="--")
+
+    if chart.points:
+        xs = [chart.offset + i for i in range(len(chart.points))]
+        sx = [x for x, p in zip(xs, chart.points, strict=True) for _ in p.samples]
+        sy = [s * scale for p in chart.points for s in p.samples]
+        ax.scatter(sx, sy, s=4, color=COLOURS["sample"], alpha=0.55, linewidths=0, label="samples")
+        mx = [x for x, p in zip(xs, chart.points, strict=True) if p.value is not None]
+        my = [p.value * scale for p in chart.points if p.value is not None]
+        ax.plot(mx, my, color=COLOURS["median"], linewidth=1.1, marker="o", markersize=2.2, label="median")
+        failed = [x for x, p in zip(xs, chart.points, strict=True) if p.verdict not in (None, "pass", "unsupported")]
+        if failed and my:
+            ax.scatter(failed, [min(my)] * len(failed), marker="x", color=COLOURS["failure"], s=18,
+                       label="failed verdict")
+    elif chart.buckets:
+        bx = [b.x for b in chart.buckets if b.median is not None]
+        ax.fill_between(bx, [b.low * scale for b in chart.buckets if b.median is not None],
+                        [b.high * scale for b in chart.buckets if b.median is not None],
+                        color=COLOURS["sample"], alpha=0.35, linewidth=0, label="spread (q25–q75 range)")
+        ax.plot(bx, [b.median * scale for b in chart.buckets if b.median is not None], color=COLOURS["median"],
+                linewidth=1.1, label="median")
+
+    for cp in chart.change_points:
+        ax.axvline(cp.x - 0.5, color=COLOURS[cp.direction], linewidth=1.4)
+        ax.annotate(f"{cp.effect * 100:+.1f} %", (cp.x - 0.5, 1), xycoords=("data", "axes fraction"),
+                    xytext=(3, -10), textcoords="offset points", color=COLOURS[cp.direction], fontweight="bold")
+    for shift in chart.shifts:
+        ax.axvline(shift.x - 0.5, color=COLOURS["shift"], linewidth=1, linestyle=":")
+        ax.annotate(shift.label, (shift.x - 0.5, 0), xycoords=("data", "axes fraction"), xytext=(3, 4),
+                    textcoords="offset points", color=COLOURS["shift"], fontsize=7, rotation=90, va="bottom")
+
+    h = chart.header
+    ax.set_title(f"{h.benchmark} · {h.gpu_model}", loc="left", fontsize=10, fontweight="bold")
+    ax.set_xlabel("position along the commit axis (oldest → newest)")
+    ax.set_ylabel(unit_label)
+    ax.grid(True, color="#e3e6eb", linewidth=0.6)
+    ax.spines[["top", "right"]].set_visible(False)
+    if values:
+        ax.legend(loc="upper left", frameon=False, fontsize=7, ncols=4)
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    return buf.getvalue()
+
+
+class SvgCache:
+    """A small thread-safe LRU of rendered SVGs, keyed by what would change the picture."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._items: OrderedDict[Hashable, str] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get_or_render(self, key: Hashable, render: Callable[[], str]) -> str:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        svg = render()
+        with self._lock:
+            self._items[key] = svg
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return svg
+
+
+svg_cache = SvgCache()

@@ -1,0 +1,647 @@
+"""The dashboard's read queries. Every page reads the store through this module, never through raw SQL.
+
+"Latest" means the run with the highest id that matches the branch filter; with no branch chosen, every
+run that is not a pull-request run. Per-case and per-series look-ups are correlated subqueries walking the
+(case_id, run_id) and (series_id, run_id) indexes backwards, so they stay cheap on a long history.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import ColumnElement, and_, func, select, true
+from sqlalchemy.orm import Session
+from tewatch.dashboards import detection
+from tewatch.dashboards.status import Severity, severity
+from tewatch.store.models import (
+    Benchmark,
+    Case,
+    Commit,
+    Environment,
+    Machine,
+    Result,
+    Run,
+    Series,
+    Verdict,
+)
+
+MATRIX_MODES = ("eager", "default", "reduce-overhead", "max-autotune")
+MATRIX_RANKS = (2, 3, 4)
+# Params that place a case in the matrix grid; whatever else a case has (shape, world size) splits rows.
+MATRIX_AXES = frozenset({"recipe", "rank", "mode", "backend"})
+
+
+@dataclass(frozen=True)
+class Filters:
+    gpu: str = ""
+    recipe: str = ""
+    backend: str = ""
+    branch: str = ""
+    q: str = ""
+    world_size: int | None = None
+
+    def case_clauses(self) -> list[ColumnElement[bool]]:
+        clauses: list[ColumnElement[bool]] = []
+        if self.gpu:
+            clauses.append(Case.gpu_model == self.gpu)
+        if self.recipe:
+            clauses.append(Case.recipe == self.recipe)
+        if self.backend:
+            clauses.append(Case.backend == self.backend)
+        if self.world_size is not None:
+            clauses.append(Case.world_size == self.world_size)
+        return clauses
+
+
+def branch_clause(branch: str) -> ColumnElement[bool]:
+    return Run.branch == branch if branch else Run.pr_number.is_(None)
+
+
+@dataclass(frozen=True)
+class FilterOptions:
+    gpus: list[str]
+    recipes: list[str]
+    backends: list[str]
+    branches: list[str]
+    world_sizes: list[int]
+
+
+def filter_options(session: Session) -> FilterOptions:
+    def distinct(column) -> list:
+        return [v for v in session.scalars(select(column).distinct().order_by(column)) if v not in (None, "")]
+
+    return FilterOptions(
+        gpus=distinct(Case.gpu_model),
+        recipes=distinct(Case.recipe),
+        backends=distinct(Case.backend),
+        branches=[
+            b
+            for b in session.scalars(
+                select(Run.branch).where(Run.pr_number.is_(None)).distinct().order_by(Run.branch)
+            )
+            if b
+        ],
+        world_sizes=distinct(Case.world_size),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- cases
+
+
+@dataclass
+class VerdictView:
+    status: str
+    check: str
+    exception_class: str | None
+    message: str | None
+    traceback_head: str | None
+    reason: str | None
+    metric: str | None
+    metric_value: float | None
+    tolerance: float | None
+    extra_checks: list
+    gpu_state: dict
+    run_id: int
+    commit_sha: str
+    branch: str | None
+    pr_number: int | None
+    at: datetime | None
+
+
+@dataclass
+class CaseRow:
+    case_id: int
+    case_name: str
+    params: dict
+    gpu_model: str
+    backend: str | None
+    recipe: str | None
+    mode: str | None
+    rank: int | None
+    world_size: int | None
+    verdict: VerdictView | None = None
+    perf_signal: str | None = None
+    perf_effect: float | None = None
+    primary_series_id: int | None = None
+    primary_unit: str = "seconds"
+    latest_value: float | None = None
+
+    @property
+    def suite(self) -> str:
+        return self.case_name.split(".", 1)[0]
+
+    @property
+    def status(self) -> str | None:
+        return self.verdict.status if self.verdict else None
+
+    @property
+    def severity(self) -> Severity:
+        return severity(self.status, self.perf_signal)
+
+    @property
+    def params_label(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+
+    def matches(self, needle: str) -> bool:
+        haystack = [self.case_name, self.params_label, self.gpu_model, self.status or ""]
+        if self.verdict:
+            haystack += [self.verdict.exception_class or "", self.verdict.message or "", self.verdict.check]
+        return needle in " ".join(haystack).lower()
+
+
+def _latest_verdict_ids(session: Session, case_ids: list[int], branch: str) -> dict[int, int]:
+    latest = (
+        select(Verdict.id)
+        .join(Run, Run.id == Verdict.run_id)
+        .where(Verdict.case_id == Case.id, branch_clause(branch))
+        .order_by(Verdict.run_id.desc())
+        .limit(1)
+        .correlate(Case)
+        .scalar_subquery()
+    )
+    rows = session.execute(select(Case.id, latest).where(Case.id.in_(case_ids))).all()
+    return {case_id: vid for case_id, vid in rows if vid is not None}
+
+
+def _verdict_views(session: Session, verdict_ids: list[int]) -> dict[int, VerdictView]:
+    if not verdict_ids:
+        return {}
+    rows = session.execute(
+        select(Verdict, Run.branch, Run.pr_number, Run.started_at, Run.uploaded_at, Commit.sha)
+        .join(Run, Run.id == Verdict.run_id)
+        .join(Commit, Commit.id == Run.commit_id)
+        .where(Verdict.id.in_(verdict_ids))
+    ).all()
+    return {v.case_id: _verdict_view(v, branch, pr, started or uploaded, sha)
+            for v, branch, pr, started, uploaded, sha in rows}
+
+
+def _verdict_view(v: Verdict, branch, pr, at, sha) -> VerdictView:
+    return VerdictView(
+        status=v.status.value, check=v.check, exception_class=v.exception_class, message=v.message,
+        traceback_head=v.traceback_head, reason=v.reason, metric=v.metric, metric_value=v.metric_value,
+        tolerance=v.tolerance, extra_checks=v.extra_checks or [], gpu_state=v.gpu_state or {},
+        run_id=v.run_id, commit_sha=sha, branch=branch, pr_number=pr, at=at,
+    )
+
+
+def _primary_series(session: Session, case_ids: list[int]) -> dict[int, tuple[int, str]]:
+    """The series a case is judged by: its timing in seconds, not its compile time or derived metrics."""
+    rows = session.execute(
+        select(Series.case_id, Series.id, Benchmark.name, Benchmark.unit)
+        .join(Benchmark, Benchmark.id == Series.benchmark_id)
+        .where(Series.case_id.in_(case_ids))
+        .order_by(Series.id)
+    ).all()
+    best: dict[int, tuple[int, int, str]] = {}
+    for case_id, series_id, name, unit in rows:
+        rank = primary_rank(name, unit)
+        if case_id not in best or rank < best[case_id][0]:
+            best[case_id] = (rank, series_id, unit)
+    return {case_id: (sid, unit) for case_id, (_rank, sid, unit) in best.items()}
+
+
+def primary_rank(benchmark_name: str, unit: str) -> int:
+    method = benchmark_name.rsplit(".", 1)[-1]
+    if unit == "seconds" and "compile" not in method:
+        return 0
+    if unit == "seconds":
+        return 2
+    return 1
+
+
+def _latest_values(session: Session, series_ids: list[int], branch: str) -> dict[int, float | None]:
+    if not series_ids:
+        return {}
+    latest = (
+        select(Result.value)
+        .join(Run, Run.id == Result.run_id)
+        .where(Result.series_id == Series.id, branch_clause(branch))
+        .order_by(Result.run_id.desc())
+        .limit(1)
+        .correlate(Series)
+        .scalar_subquery()
+    )
+    return dict(session.execute(select(Series.id, latest).where(Series.id.in_(series_ids))).all())
+
+
+def case_rows(session: Session, filters: Filters, extra: ColumnElement[bool] | None = None) -> list[CaseRow]:
+    """Every case matching the filters with its latest verdict, primary series and latest value."""
+    stmt = select(Case).where(*filters.case_clauses(), extra if extra is not None else true())
+    cases = list(session.scalars(stmt))
+    ids = [c.id for c in cases]
+    verdicts = _verdict_views(session, list(_latest_verdict_ids(session, ids, filters.branch).values()))
+    primaries = _primary_series(session, ids)
+    values = _latest_values(session, [sid for sid, _unit in primaries.values()], filters.branch)
+    signals = perf_signals(session, ids)
+    rows = []
+    for c in cases:
+        sid, unit = primaries.get(c.id, (None, "seconds"))
+        signal = signals.get(c.id)
+        rows.append(CaseRow(
+            case_id=c.id, case_name=c.case_name, params=c.params or {}, gpu_model=c.gpu_model,
+            backend=c.backend, recipe=c.recipe, mode=c.mode, rank=c.rank, world_size=c.world_size,
+            verdict=verdicts.get(c.id), perf_signal=signal.kind if signal else None,
+            perf_effect=signal.effect if signal else None, primary_series_id=sid, primary_unit=unit,
+            latest_value=values.get(sid) if sid else None,
+        ))
+    if filters.q:
+        needle = filters.q.lower()
+        rows = [r for r in rows if r.matches(needle)]
+    return rows
+
+
+@dataclass
+class SuiteSummary:
+    suite: str
+    gpu_model: str
+    counts: dict[Severity, int] = field(default_factory=lambda: defaultdict(int))
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+@dataclass
+class Overview:
+    rows: list[CaseRow]
+    summaries: list[SuiteSummary]
+    gpus: list[str]
+
+
+def overview(session: Session, filters: Filters) -> Overview:
+    rows = case_rows(session, filters)
+    rows.sort(key=lambda r: (r.severity, r.suite, r.case_name, r.gpu_model, r.params_label))
+    summaries: dict[tuple[str, str], SuiteSummary] = {}
+    for r in rows:
+        summary = summaries.setdefault((r.suite, r.gpu_model), SuiteSummary(r.suite, r.gpu_model))
+        summary.counts[r.severity] += 1
+    return Overview(
+        rows=rows,
+        summaries=sorted(summaries.values(), key=lambda s: (s.suite, s.gpu_model)),
+        gpus=sorted({r.gpu_model for r in rows}),
+    )
+
+
+# --------------------------------------------------------------------------------------- perf signals
+
+
+def perf_signals(session: Session, case_ids: list[int]) -> dict[int, detection.PerfSignal]:
+    return detection.perf_signals(session, case_ids)
+
+
+# ---------------------------------------------------------------------------------------------- matrix
+
+
+@dataclass
+class MatrixCell:
+    row: CaseRow
+    ratio: float | None  # compiled time / eager time, latest of each
+
+
+@dataclass
+class MatrixRow:
+    backend: str | None
+    recipe: str | None
+    other: str  # the params outside the grid axes, e.g. "shape=4096x4096"
+    cells: dict[tuple[int, str], MatrixCell] = field(default_factory=dict)
+
+
+@dataclass
+class Matrix:
+    case_name: str
+    gpu_model: str
+    world_size: int | None
+    rows: list[MatrixRow]
+
+
+def matrix(session: Session, filters: Filters) -> list[Matrix]:
+    rows = case_rows(session, filters, and_(Case.mode.is_not(None), Case.rank.is_not(None)))
+    grids: dict[tuple[str, str, int | None], dict[tuple, MatrixRow]] = defaultdict(dict)
+    for r in rows:
+        if r.mode not in MATRIX_MODES or r.rank not in MATRIX_RANKS:
+            continue
+        other = ", ".join(f"{k}={v}" for k, v in sorted(r.params.items()) if k not in MATRIX_AXES | {"world_size"})
+        key = (r.backend or "", r.recipe or "", other)
+        grid = grids[(r.case_name, r.gpu_model, r.world_size)]
+        mrow = grid.setdefault(key, MatrixRow(r.backend, r.recipe, other))
+        previous = mrow.cells.get((r.rank, r.mode))
+        if previous is None or r.severity < previous.row.severity:
+            mrow.cells[(r.rank, r.mode)] = MatrixCell(r, None)
+    for grid in grids.values():
+        for mrow in grid.values():
+            for (rank, mode), cell in mrow.cells.items():
+                eager = mrow.cells.get((rank, "eager"))
+                if mode != "eager" and eager and eager.row.latest_value and cell.row.latest_value is not None:
+                    cell.ratio = cell.row.latest_value / eager.row.latest_value
+    return [
+        Matrix(case_name, gpu, ws, sorted(grid.values(), key=lambda m: (m.backend or "", m.recipe or "", m.other)))
+        for (case_name, gpu, ws), grid in sorted(grids.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))
+    ]
+
+
+# ------------------------------------------------------------------------------------------------ case
+
+
+@dataclass
+class SeriesSummary:
+    series_id: int
+    benchmark: str
+    unit: str
+    latest_value: float | None
+    points: int
+
+
+@dataclass
+class CaseDetail:
+    row: CaseRow
+    compute_capability: str
+    labels: dict
+    series: list[SeriesSummary]
+    history: list[VerdictView]
+
+
+def case_detail(session: Session, case_id: int, branch: str = "", history: int = 30) -> CaseDetail | None:
+    case = session.get(Case, case_id)
+    if case is None:
+        return None
+    (row,) = case_rows(session, Filters(branch=branch), Case.id == case_id) or (None,)
+    series_rows = session.execute(
+        select(Series.id, Benchmark.name, Benchmark.unit)
+        .join(Benchmark, Benchmark.id == Series.benchmark_id)
+        .where(Series.case_id == case_id)
+        .order_by(Benchmark.name)
+    ).all()
+    sids = [s.id for s in series_rows]
+    values = _latest_values(session, sids, branch)
+    counts = dict(
+        session.execute(
+            select(Result.series_id, func.count()).where(Result.series_id.in_(sids)).group_by(Result.series_id)
+        ).all()
+    ) if sids else {}
+    hist_rows = session.execute(
+        select(Verdict, Run.branch, Run.pr_number, Run.started_at, Run.uploaded_at, Commit.sha)
+        .join(Run, Run.id == Verdict.run_id)
+        .join(Commit, Commit.id == Run.commit_id)
+        .where(Verdict.case_id == case_id)
+        .order_by(Verdict.run_id.desc())
+        .limit(history)
+    ).all()
+    return CaseDetail(
+        row=row,
+        compute_capability=case.compute_capability,
+        labels=case.labels or {},
+        series=[
+            SeriesSummary(s.id, s.name, s.unit, values.get(s.id), counts.get(s.id, 0))
+            for s in sorted(series_rows, key=lambda s: (primary_rank(s.name, s.unit), s.name))
+        ],
+        history=[_verdict_view(v, b, pr, started or uploaded, sha) for v, b, pr, started, uploaded, sha in hist_rows],
+    )
+
+
+# ---------------------------------------------------------------------------------------------- series
+
+
+@dataclass
+class SeriesHeader:
+    series_id: int
+    benchmark: str
+    unit: str
+    higher_is_better: bool
+    case_id: int
+    case_name: str
+    params: dict
+    gpu_model: str
+    compute_capability: str
+    backend: str | None
+    recipe: str | None
+
+
+def series_header(session: Session, series_id: int) -> SeriesHeader | None:
+    row = session.execute(
+        select(Series.id, Benchmark.name, Benchmark.unit, Benchmark.higher_is_better, Case)
+        .join(Benchmark, Benchmark.id == Series.benchmark_id)
+        .join(Case, Case.id == Series.case_id)
+        .where(Series.id == series_id)
+    ).first()
+    if row is None:
+        return None
+    sid, name, unit, hib, case = row
+    return SeriesHeader(sid, name, unit, bool(hib), case.id, case.case_name, case.params or {}, case.gpu_model,
+                        case.compute_capability, case.backend, case.recipe)
+
+
+@dataclass
+class SeriesPoint:
+    run_id: int
+    sha: str
+    at: datetime | None
+    status: str
+    value: float | None
+    q_25: float | None
+    q_75: float | None
+    samples: list[float]
+    verdict: str | None
+    exception_class: str | None
+    environment_id: int
+    machine_id: int
+    gpu_state: dict
+
+
+def series_points(session: Session, header: SeriesHeader, branch: str = "", last: int | None = None,
+                  with_samples: bool = True) -> list[SeriesPoint]:
+    """The series along the commit axis (commit time, then run order), oldest first; `last` keeps the tail."""
+    columns = [
+        Result.run_id, Result.status, Result.value, Result.q_25, Result.q_75, Commit.sha, Commit.committed_at,
+        Run.started_at, Run.environment_id, Run.machine_id, Run.gpu_state, Verdict.status, Verdict.exception_class,
+        Verdict.gpu_state,
+    ]
+    if with_samples:
+        columns.append(Result.samples)
+    stmt = (
+        select(*columns)
+        .join(Run, Run.id == Result.run_id)
+        .join(Commit, Commit.id == Run.commit_id)
+        .outerjoin(Verdict, and_(Verdict.run_id == Result.run_id, Verdict.case_id == header.case_id))
+        .where(Result.series_id == header.series_id, branch_clause(branch))
+    )
+    if last:
+        stmt = stmt.order_by(Result.run_id.desc()).limit(last)
+    points = []
+    for row in session.execute(stmt):
+        samples = row[14] if with_samples else None
+        if isinstance(samples, str):
+            samples = json.loads(samples)
+        gpu_state = dict(row.gpu_state or {})
+        gpu_state.update(row[13] or {})
+        points.append(SeriesPoint(
+            run_id=row.run_id, sha=row.sha, at=row.committed_at or row.started_at, status=row[1].value,
+            value=row.value, q_25=row.q_25, q_75=row.q_75,
+            samples=[s for s in (samples or []) if isinstance(s, (int, float))],
+            verdict=row[11].value if row[11] is not None else None, exception_class=row.exception_class,
+            environment_id=row.environment_id, machine_id=row.machine_id, gpu_state=gpu_state,
+        ))
+    points.sort(key=lambda p: (_sort_time(p.at), p.run_id))
+    return points
+
+
+def _sort_time(at: datetime | None) -> float:
+    return at.timestamp() if at else float("inf")
+
+
+def series_length(session: Session, series_id: int, branch: str = "") -> int:
+    return series_version(session, series_id, branch)[0]
+
+
+def series_version(session: Session, series_id: int, branch: str = "") -> tuple[int, int]:
+    """How many results the series has under the branch filter, and its newest run: changes on any upload."""
+    count, newest = session.execute(
+        select(func.count(), func.max(Result.run_id)).select_from(Result).join(Run, Run.id == Result.run_id)
+        .where(Result.series_id == series_id, branch_clause(branch))
+    ).one()
+    return count or 0, newest or 0
+
+
+def stack_versions(session: Session, environment_ids: set[int], machine_ids: set[int]) -> tuple[dict, dict]:
+    envs = {e.id: e for e in session.scalars(select(Environment).where(Environment.id.in_(environment_ids)))}
+    machines = {m.id: m for m in session.scalars(select(Machine).where(Machine.id.in_(machine_ids)))}
+    return envs, machines
+
+
+def failed_points(session: Session, header: SeriesHeader, branch: str = "", limit: int = 5) -> list[VerdictView]:
+    """The latest failed verdicts of the series' case, with their error text."""
+    rows = session.execute(
+        select(Verdict, Run.branch, Run.pr_number, Run.started_at, Run.uploaded_at, Commit.sha)
+        .join(Run, Run.id == Verdict.run_id)
+        .join(Commit, Commit.id == Run.commit_id)
+        .where(
+            Verdict.case_id == header.case_id,
+            Verdict.status.in_(["fail_accuracy", "error", "timeout", "oom"]),
+            branch_clause(branch),
+        )
+        .order_by(Verdict.run_id.desc())
+        .limit(limit)
+    ).all()
+    return [_verdict_view(v, b, pr, started or uploaded, sha) for v, b, pr, started, uploaded, sha in rows]
+
+
+# ------------------------------------------------------------------------------------- runs, machines
+
+
+@dataclass
+class RunRow:
+    run: Run
+    machine: Machine
+    environment: Environment
+    commit: Commit
+    counts: dict[str, int]
+
+
+def runs(session: Session, page: int = 1, per_page: int = 50, gpu: str = "") -> tuple[list[RunRow], int]:
+    stmt = select(Run, Machine, Environment, Commit).join(Machine, Machine.id == Run.machine_id).join(
+        Environment, Environment.id == Run.environment_id).join(Commit, Commit.id == Run.commit_id)
+    count_stmt = select(func.count()).select_from(Run)
+    if gpu:
+        stmt = stmt.where(Machine.gpu_model == gpu)
+        count_stmt = count_stmt.join(Machine, Machine.id == Run.machine_id).where(Machine.gpu_model == gpu)
+    total = session.scalar(count_stmt) or 0
+    rows = session.execute(stmt.order_by(Run.id.desc()).limit(per_page).offset((page - 1) * per_page)).all()
+    counts = verdict_counts(session, [r for r, *_ in rows])
+    return [RunRow(r, m, e, c, counts.get(r.id, {})) for r, m, e, c in rows], total
+
+
+def verdict_counts(session: Session, runs: list[Run]) -> dict[int, dict[str, int]]:
+    """Verdict counts per run: from the summary written at ingest, counted only for runs without one."""
+    out: dict[int, dict[str, int]] = {r.id: dict((r.summary or {}).get("verdicts") or {}) for r in runs}
+    run_ids = [r.id for r in runs if not out[r.id]]
+    if not run_ids:
+        return out
+    for run_id, status, n in session.execute(
+        select(Verdict.run_id, Verdict.status, func.count())
+        .where(Verdict.run_id.in_(run_ids))
+        .group_by(Verdict.run_id, Verdict.status)
+    ):
+        out[run_id][status.value] = n
+    return out
+
+
+@dataclass
+class RunDetail:
+    row: RunRow
+    verdicts: list[tuple[Case, Verdict]]
+    result_count: int
+
+
+def run_detail(session: Session, run_id: int) -> RunDetail | None:
+    found = session.execute(
+        select(Run, Machine, Environment, Commit)
+        .join(Machine, Machine.id == Run.machine_id)
+        .join(Environment, Environment.id == Run.environment_id)
+        .join(Commit, Commit.id == Run.commit_id)
+        .where(Run.id == run_id)
+    ).first()
+    if found is None:
+        return None
+    run, machine, env, commit = found
+    verdicts = session.execute(
+        select(Case, Verdict).join(Verdict, Verdict.case_id == Case.id).where(Verdict.run_id == run_id)
+    ).all()
+    ordered = sorted(verdicts, key=lambda cv: (severity(cv[1].status.value, None), cv[0].case_name,
+                                              json.dumps(cv[0].params, sort_keys=True, default=str)))
+    result_count = session.scalar(select(func.count()).select_from(Result).where(Result.run_id == run_id)) or 0
+    counts = verdict_counts(session, [run])
+    return RunDetail(RunRow(run, machine, env, commit, counts.get(run_id, {})), list(ordered), result_count)
+
+
+@dataclass
+class MachineRow:
+    machine: Machine
+    runs: int
+    last_run_id: int | None
+    last_run_at: datetime | None
+    environments: list[Environment]
+
+
+def machines(session: Session) -> list[MachineRow]:
+    stats = {
+        mid: (n, last_id, last_at)
+        for mid, n, last_id, last_at in session.execute(
+            select(Run.machine_id, func.count(), func.max(Run.id), func.max(Run.uploaded_at)).group_by(Run.machine_id)
+        )
+    }
+    env_pairs = session.execute(select(Run.machine_id, Run.environment_id).distinct()).all()
+    env_ids = {e for _m, e in env_pairs}
+    envs = {e.id: e for e in session.scalars(select(Environment).where(Environment.id.in_(env_ids)))}
+    per_machine: dict[int, list[Environment]] = defaultdict(list)
+    for mid, eid in env_pairs:
+        per_machine[mid].append(envs[eid])
+    out = []
+    for m in session.scalars(select(Machine).order_by(Machine.gpu_model, Machine.name, Machine.id)):
+        n, last_id, last_at = stats.get(m.id, (0, None, None))
+        out.append(MachineRow(m, n, last_id, last_at, sorted(per_machine[m.id], key=lambda e: e.id)))
+    return out
+
+
+def pr_runs(session: Session, number: int) -> list[RunRow]:
+    rows = session.execute(
+        select(Run, Machine, Environment, Commit)
+        .join(Machine, Machine.id == Run.machine_id)
+        .join(Environment, Environment.id == Run.environment_id)
+        .join(Commit, Commit.id == Run.commit_id)
+        .where(Run.pr_number == number)
+        .order_by(Run.id.desc())
+    ).all()
+    counts = verdict_counts(session, [r for r, *_ in rows])
+    return [RunRow(r, m, e, c, counts.get(r.id, {})) for r, m, e, c in rows]
+
+
+def pr_failures(session: Session, run_ids: list[int]) -> list[tuple[Case, Verdict]]:
+    if not run_ids:
+        return []
+    return list(session.execute(
+        select(Case, Verdict).join(Verdict, Verdict.case_id == Case.id).where(
+            Verdict.run_id.in_(run_ids), Verdict.status.in_(["fail_accuracy", "error", "timeout", "oom"]))
+    ).all())

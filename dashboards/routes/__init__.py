@@ -1,0 +1,1 @@
+"""The dashboard's page routes, one module per page family."""

@@ -1,0 +1,34 @@
+"""`/alerts`: open and acknowledged alerts with acknowledge / dismiss, and the history of closed ones.
+
+The buttons call the service's token-protected alert API from tewatch.js with `Authorization: Bearer`;
+the page itself only reads.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse
+from sqlalchemy.orm import Session
+from tewatch.dashboards import detection
+from tewatch.dashboards.deps import get_session
+from tewatch.dashboards.routes.common import error_page, render
+from tewatch.dashboards.security import SecureHeadersRoute
+from tewatch.store.alert_models import AlertKind
+
+router = APIRouter(route_class=SecureHeadersRoute)
+# Where the buttons post; `{id}` and `{action}` (acknowledge | dismiss) are filled in by tewatch.js.
+ALERT_ACTION_URL = "/api/v1/alerts/{id}/{action}"
+
+
+@router.get("/alerts", response_class=HTMLResponse)
+def alerts(request: Request, session: Annotated[Session, Depends(get_session)], kind: str = "") -> HTMLResponse:
+    kinds = [k.value for k in AlertKind]
+    if kind and kind not in kinds:
+        return error_page(request, 400, f"kind must be one of {', '.join(kinds)}, got {kind!r}")
+    return render(
+        request, "alerts.html", nav="alerts", title="Alerts", live=detection.alerts(session, live=True, kind=kind),
+        history=detection.alerts(session, live=False, kind=kind, limit=100),
+        counts=detection.alert_counts(session), kind=kind, kinds=kinds, action_url=ALERT_ACTION_URL,
+    )

@@ -1,0 +1,34 @@
+"""`/matrix`: compile vs eager, recipe x input rank x torch.compile mode, per case class and GPU model."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse
+from sqlalchemy.orm import Session
+from tewatch.dashboards import queries
+from tewatch.dashboards.deps import get_session
+from tewatch.dashboards.routes.common import BadFilter, error_page, parse_filters, render
+from tewatch.dashboards.security import SecureHeadersRoute
+
+router = APIRouter(route_class=SecureHeadersRoute)
+
+STATUS_LABELS = {
+    "pass": "pass", "fail_accuracy": "fail accuracy", "error": "error", "unsupported": "unsupported",
+    "timeout": "timeout", "oom": "oom", None: "no verdict",
+}
+
+
+@router.get("/matrix", response_class=HTMLResponse)
+def matrix(request: Request, session: Annotated[Session, Depends(get_session)], gpu: str = "", recipe: str = "",
+           backend: str = "", branch: str = "", world_size: str = "") -> HTMLResponse:
+    try:
+        filters = parse_filters(gpu, recipe, backend, branch, world_size=world_size)
+    except BadFilter as exc:
+        return error_page(request, 400, str(exc))
+    return render(
+        request, "matrix.html", nav="matrix", title="Compile vs eager", matrices=queries.matrix(session, filters),
+        filters=filters, options=queries.filter_options(session), show_world_size=True,
+        modes=queries.MATRIX_MODES, ranks=queries.MATRIX_RANKS, labels=STATUS_LABELS,
+    )

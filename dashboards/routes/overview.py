@@ -1,0 +1,32 @@
+"""`/`: every suite's latest verdicts per GPU model, worst first, with filters and a search box."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse
+from sqlalchemy.orm import Session
+from tewatch.dashboards import queries
+from tewatch.dashboards.deps import get_session
+from tewatch.dashboards.routes.common import BadFilter, error_page, parse_filters, render
+from tewatch.dashboards.security import SecureHeadersRoute
+from tewatch.dashboards.status import Severity
+
+router = APIRouter(route_class=SecureHeadersRoute)
+ROWS_SHOWN = 400
+
+
+@router.get("/", response_class=HTMLResponse)
+def overview(request: Request, session: Annotated[Session, Depends(get_session)], gpu: str = "",
+             recipe: str = "", backend: str = "", branch: str = "", q: str = "", all: str = "") -> HTMLResponse:
+    try:
+        filters = parse_filters(gpu, recipe, backend, branch, q)
+    except BadFilter as exc:
+        return error_page(request, 400, str(exc))
+    data = queries.overview(session, filters)
+    return render(
+        request, "overview.html", nav="overview", title="Overview", data=data, filters=filters,
+        options=queries.filter_options(session), sev=Severity, show_search=True,
+        shown=len(data.rows) if all else ROWS_SHOWN,
+    )

@@ -1,0 +1,42 @@
+"""`/pr/{number}`: a pull request's verdicts against its merge base, sortable by effect, with links to series."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy.orm import Session
+from tewatch.dashboards import detection, queries
+from tewatch.dashboards.deps import get_session
+from tewatch.dashboards.routes.common import error_page, render
+from tewatch.dashboards.security import SecureHeadersRoute
+
+router = APIRouter(route_class=SecureHeadersRoute)
+
+
+@router.get("/pr", response_class=HTMLResponse)
+def pr_jump(request: Request, number: str = "") -> Response:
+    """The top bar's PR box: `/pr?number=123` (or `#123`) goes to `/pr/123`."""
+    digits = number.strip().lstrip("#")
+    if not digits.isdigit():
+        return error_page(request, 400, f"A pull request number is a whole number, got {number!r}.")
+    return RedirectResponse(f"/pr/{int(digits)}", status_code=303)
+
+
+@router.get("/pr/{number}", response_class=HTMLResponse)
+def pr_page(request: Request, number: int, session: Annotated[Session, Depends(get_session)],
+            sort: str = "verdict") -> HTMLResponse:
+    if sort not in detection.PR_SORTS:
+        return error_page(request, 400, f"sort must be one of {', '.join(detection.PR_SORTS)}, got {sort!r}")
+    runs = queries.pr_runs(session, number)
+    verdicts = detection.pr_verdicts(session, number, sort)
+    if not runs and not verdicts:
+        return error_page(request, 404, f"Nothing has been uploaded for pull request #{number}.")
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        counts[v.comparison.verdict] = counts.get(v.comparison.verdict, 0) + 1
+    return render(
+        request, "pr.html", nav="", title=f"PR #{number}", number=number, runs=runs, verdicts=verdicts,
+        counts=counts, sort=sort, failures=queries.pr_failures(session, [r.run.id for r in runs]),
+    )

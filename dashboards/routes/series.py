@@ -1,0 +1,79 @@
+"""`/series/{id}`: one series along the commit axis: the page, its chart data (JSON) and its SVG."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from sqlalchemy.orm import Session
+from tewatch.dashboards import queries, series_chart
+from tewatch.dashboards.deps import get_session
+from tewatch.dashboards.plots import render_series_svg, svg_cache
+from tewatch.dashboards.routes.common import error_page, render
+from tewatch.dashboards.security import SecureHeadersRoute
+
+router = APIRouter(route_class=SecureHeadersRoute)
+
+RANGES = {"100": 100, "300": 300, "1000": 1000, "all": None}
+
+
+class BadRange(ValueError):
+    pass
+
+
+def parse_last(last: str) -> int | None:
+    if last not in RANGES:
+        raise BadRange(f"last must be one of {', '.join(RANGES)}, got {last!r}")
+    return RANGES[last]
+
+
+@router.get("/series/{series_id}", response_class=HTMLResponse)
+def series_page(request: Request, series_id: int, session: Annotated[Session, Depends(get_session)],
+                branch: str = "", last: str = "300") -> HTMLResponse:
+    header = queries.series_header(session, series_id)
+    if header is None:
+        return error_page(request, 404, f"There is no series {series_id}.")
+    try:
+        parse_last(last)
+    except BadRange as exc:
+        return error_page(request, 400, str(exc))
+    failures = queries.failed_points(session, header, branch.strip())
+    case = queries.case_rows(session, queries.Filters(branch=branch.strip()),
+                             queries.Case.id == header.case_id)
+    return render(
+        request, "series.html", nav="overview", title=header.benchmark, h=header, failures=failures,
+        case=case[0] if case else None, branch=branch, last=last, ranges=list(RANGES),
+        total=queries.series_length(session, series_id, branch.strip()),
+        branches=queries.filter_options(session).branches,
+    )
+
+
+@router.get("/series/{series_id}/points.json")
+def series_points(series_id: int, session: Annotated[Session, Depends(get_session)], branch: str = "",
+                  last: str = "300") -> Response:
+    header = queries.series_header(session, series_id)
+    if header is None:
+        return JSONResponse({"detail": f"There is no series {series_id}."}, status_code=404)
+    try:
+        n = parse_last(last)
+    except BadRange as exc:
+        return JSONResponse({"detail": str(exc)}, status_code=400)
+    chart = series_chart.build(session, header, branch.strip(), last=n)
+    return JSONResponse(chart.as_json())
+
+
+@router.get("/series/{series_id}/plot.svg")
+def series_svg(series_id: int, session: Annotated[Session, Depends(get_session)], branch: str = "",
+               last: str = "300") -> Response:
+    header = queries.series_header(session, series_id)
+    if header is None:
+        return Response(f"There is no series {series_id}.", status_code=404, media_type="text/plain")
+    try:
+        n = parse_last(last)
+    except BadRange as exc:
+        return Response(str(exc), status_code=400, media_type="text/plain")
+    key = (series_id, branch.strip(), n, queries.series_version(session, series_id, branch.strip()))
+    svg = svg_cache.get_or_render(
+        key, lambda: render_series_svg(series_chart.build(session, header, branch.strip(), last=n)))
+    return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-cache"})

@@ -1,0 +1,190 @@
+"""What a series chart shows, computed on the server: points (or buckets on a long history), change points,
+the baseline band and environment shifts. The same object feeds the interactive chart (as JSON) and the
+matplotlib SVG, so both tell the same story.
+
+The x axis is the position along the commit axis (commit time, then run order); it stays the position in
+the full history when buckets are drawn, so change points and shifts land in the same place either way.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+
+from sqlalchemy.orm import Session
+from tewatch.dashboards import detection, queries
+from tewatch.dashboards.queries import SeriesHeader, SeriesPoint
+from tewatch.detect.environment import environment_changes
+
+MAX_DETAILED_POINTS = 600  # beyond this, the server aggregates points into buckets
+MAX_SAMPLES_DRAWN = 32
+DEFAULT_LAST = 300
+SHIFT_NAMES = {"te_version": "TE", "cuda": "CUDA", "cudnn": "cuDNN", "cublaslt": "cuBLASLt"}
+
+
+@dataclass
+class Bucket:
+    x: float
+    first_run: int
+    last_run: int
+    first_sha: str
+    last_sha: str
+    n: int
+    low: float | None
+    median: float | None
+    high: float | None
+    failures: int
+
+
+@dataclass
+class Shift:
+    x: int
+    label: str
+
+
+@dataclass
+class BandSegment:
+    x0: int
+    x1: int
+    lower: float
+    baseline: float
+    upper: float
+
+
+@dataclass
+class ChartData:
+    header: SeriesHeader
+    total: int  # results of the series under this branch filter
+    offset: int  # position of the first drawn point in the full history
+    points: list[SeriesPoint] = field(default_factory=list)  # when drawn in detail
+    buckets: list[Bucket] = field(default_factory=list)  # when aggregated
+    change_points: list[detection.ChangePointView] = field(default_factory=list)
+    band: list[BandSegment] = field(default_factory=list)
+    shifts: list[Shift] = field(default_factory=list)
+    versions: dict[int, dict] = field(default_factory=dict)  # x -> stack versions at shift points
+
+    @property
+    def aggregated(self) -> bool:
+        return bool(self.buckets)
+
+    def as_json(self) -> dict:
+        h = self.header
+        return {
+            "series": {"id": h.series_id, "benchmark": h.benchmark, "unit": h.unit,
+                       "higher_is_better": h.higher_is_better, "case_id": h.case_id, "gpu": h.gpu_model},
+            "total": self.total,
+            "offset": self.offset,
+            "aggregated": self.aggregated,
+            "points": [
+                {"x": self.offset + i, "run": p.run_id, "sha": p.sha, "at": p.at.isoformat() if p.at else None,
+                 "status": p.status, "value": p.value, "q25": p.q_25, "q75": p.q_75,
+                 "samples": p.samples[:MAX_SAMPLES_DRAWN], "verdict": p.verdict, "exception": p.exception_class,
+                 "gpu": _gpu_summary(p.gpu_state)}
+                for i, p in enumerate(self.points)
+            ],
+            "buckets": [asdict(b) for b in self.buckets],
+            "change_points": [asdict(c) for c in self.change_points],
+            "band": [asdict(b) for b in self.band],
+            "shifts": [asdict(s) for s in self.shifts],
+        }
+
+
+def _gpu_summary(state: dict) -> dict:
+    """The GPU state worth a tooltip: first/last clocks, power, temperature, throttle reasons."""
+    out = {}
+    for key in ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c"):
+        values = state.get(key)
+        if isinstance(values, list) and values:
+            nums = [v for v in values if isinstance(v, (int, float))]
+            if nums:
+                out[key] = [min(nums), max(nums)]
+    reasons = state.get("throttle_reasons")
+    if isinstance(reasons, list):
+        out["throttle_reasons"] = [str(r) for r in reasons[:6]]
+    return out
+
+
+def build(session: Session, header: SeriesHeader, branch: str = "", last: int | None = DEFAULT_LAST) -> ChartData:
+    total = queries.series_length(session, header.series_id, branch)
+    detailed = last is not None and last <= MAX_DETAILED_POINTS or total <= MAX_DETAILED_POINTS
+    points = queries.series_points(session, header, branch, last=last, with_samples=detailed)
+    offset = total - len(points)
+    chart = ChartData(header=header, total=total, offset=offset)
+    if detailed:
+        chart.points = points
+    else:
+        chart.buckets = aggregate(points, offset, math.ceil(len(points) / MAX_DETAILED_POINTS))
+    chart.shifts = environment_shifts(session, points, offset)
+    values = [p.value if p.status == "ok" else None for p in points]
+    chart.change_points = detection.change_points(session, header, points, values, offset, branch)
+    chart.band = baseline_band(values, chart.change_points, offset)
+    return chart
+
+
+def aggregate(points: list[SeriesPoint], offset: int, size: int) -> list[Bucket]:
+    buckets = []
+    for start in range(0, len(points), size):
+        chunk = points[start : start + size]
+        values = [p.value for p in chunk if p.value is not None]
+        low = [p.q_25 if p.q_25 is not None else p.value for p in chunk if p.value is not None]
+        high = [p.q_75 if p.q_75 is not None else p.value for p in chunk if p.value is not None]
+        buckets.append(Bucket(
+            x=offset + start + (len(chunk) - 1) / 2, first_run=chunk[0].run_id, last_run=chunk[-1].run_id,
+            first_sha=chunk[0].sha, last_sha=chunk[-1].sha, n=len(chunk),
+            low=min(low) if low else None, median=statistics.median(values) if values else None,
+            high=max(high) if high else None,
+            failures=sum(1 for p in chunk if p.verdict not in (None, "pass", "unsupported")),
+        ))
+    return buckets
+
+
+def environment_shifts(session: Session, points: list[SeriesPoint], offset: int) -> list[Shift]:
+    """Points where the driver, CUDA, cuBLASLt, cuDNN, torch or TE changed from the previous point."""
+    if not points:
+        return []
+    envs, machines = queries.stack_versions(session, {p.environment_id for p in points},
+                                            {p.machine_id for p in points})
+    stacks: dict[tuple[int, int], dict[str, str]] = {}
+
+    def stack(p: SeriesPoint) -> dict[str, str]:
+        key = (p.environment_id, p.machine_id)
+        if key not in stacks:
+            e, m = envs.get(p.environment_id), machines.get(p.machine_id)
+            stacks[key] = {
+                "driver": m.driver if m else "", "cuda": m.cuda if m else "", "cublaslt": m.cublaslt if m else "",
+                "cudnn": m.cudnn if m else "", "torch": e.torch if e else "", "te_version": e.te_version if e else "",
+            }
+        return stacks[key]
+
+    shifts = []
+    for i in range(1, len(points)):
+        before, after = points[i - 1], points[i]
+        if (before.environment_id, before.machine_id) == (after.environment_id, after.machine_id):
+            continue
+        changes = environment_changes(stack(before), stack(after))
+        if changes:
+            label = ", ".join(f"{SHIFT_NAMES.get(k, k)} {old} → {new}" for k, (old, new) in changes.items())
+            shifts.append(Shift(offset + i, label))
+    return shifts
+
+
+def baseline_band(values: list[float | None], cps: list[detection.ChangePointView], offset: int) -> list[BandSegment]:
+    """The level each segment between change points was judged against, with its limits."""
+    finite = [v for v in values if v is not None and v > 0]
+    if not finite:
+        return []
+    end = offset + len(values) - 1
+    if not cps:
+        baseline = statistics.median(finite)
+        margin = detection.MIN_EFFECT
+        return [BandSegment(offset, end, baseline / (1 + margin), baseline, baseline * (1 + margin))]
+    segments = []
+    start = offset
+    for cp in cps:
+        segments.append(BandSegment(start, cp.before_x, cp.lower, cp.baseline, cp.upper))
+        start = cp.x
+    last = cps[-1]
+    up, down = last.upper / last.baseline, last.lower / last.baseline
+    segments.append(BandSegment(start, end, last.level_after * down, last.level_after, last.level_after * up))
+    return segments

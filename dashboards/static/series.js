@@ -1,0 +1,255 @@
+// The interactive series chart (uPlot): samples, median, baseline band, change points, environment shifts.
+// Data comes from the page's JSON endpoint; every text from uploads goes into the DOM as textContent.
+(function () {
+  "use strict";
+  const el = document.getElementById("chart");
+  if (!el || typeof uPlot === "undefined") return;
+  const info = document.getElementById("point-info");
+  const C = {
+    sample: "rgba(122,166,216,0.65)", median: "#1d2433", band: "rgba(118,185,0,0.14)", bandLine: "#76b900",
+    regression: "#b54708", improvement: "#1849a9", shift: "#6b4fbb", failure: "#b42318", spread: "rgba(122,166,216,0.35)",
+  };
+
+  function fmt(v, unit) {
+    if (v === null || v === undefined || !isFinite(v)) return "—";
+    if (unit === "seconds") {
+      const steps = [[1, "s"], [1e-3, "ms"], [1e-6, "µs"], [1e-9, "ns"]];
+      for (const [scale, suffix] of steps) {
+        if (Math.abs(v) >= scale || suffix === "ns") return (v / scale).toPrecision(3) + " " + suffix;
+      }
+    }
+    if (unit === "fraction") return (v * 100).toFixed(1) + " %";
+    return v.toPrecision(4) + " " + unit;
+  }
+  const pct = (e) => (e >= 0 ? "+" : "") + (e * 100).toFixed(1) + " %";
+  const shortSha = (s) => (s || "").slice(0, 10);
+
+  function node(tag, attrs, text) {
+    const n = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) n.setAttribute(k, v);
+    if (text !== undefined && text !== null) n.textContent = String(text);
+    return n;
+  }
+
+  function kv(pairs) {
+    const dl = node("dl", { class: "kv" });
+    for (const [k, v] of pairs) {
+      dl.appendChild(node("dt", {}, k));
+      const dd = node("dd");
+      if (v instanceof Node) dd.appendChild(v); else dd.textContent = v;
+      dl.appendChild(dd);
+    }
+    return dl;
+  }
+
+  function link(href, text) { const a = node("a", { href: href }, text); return a; }
+
+  // Tick label for position x: the short commit of the point there (or of the bucket's first run).
+  function commitLabel(d, x) {
+    if (!Number.isInteger(x)) return "";
+    if (d.aggregated) return "#" + x;
+    const p = d.points[x - d.offset];
+    return p ? p.sha.slice(0, 7) : "";
+  }
+
+  function bandAt(band, x) {
+    for (const seg of band) if (x >= seg.x0 && x <= seg.x1) return seg;
+    return null;
+  }
+
+  function gpuText(g) {
+    const parts = [];
+    if (g.sm_clock_mhz) parts.push("SM " + g.sm_clock_mhz.join("–") + " MHz");
+    if (g.mem_clock_mhz) parts.push("mem " + g.mem_clock_mhz.join("–") + " MHz");
+    if (g.power_w) parts.push(g.power_w.join("–") + " W");
+    if (g.temperature_c) parts.push(g.temperature_c.join("–") + " °C");
+    if (g.throttle_reasons) parts.push("throttle: " + g.throttle_reasons.join(", "));
+    return parts.join(" · ") || "not recorded";
+  }
+
+  function describePoint(d, idx, pinned) {
+    info.replaceChildren();
+    const unit = d.series.unit;
+    if (d.aggregated) {
+      const b = d.buckets[idx];
+      info.appendChild(kv([
+        ["Runs", b.n + " (#" + b.first_run + " … #" + b.last_run + ")"],
+        ["Commits", shortSha(b.first_sha) + " … " + shortSha(b.last_sha)],
+        ["Median", fmt(b.median, unit)],
+        ["Spread", fmt(b.low, unit) + " – " + fmt(b.high, unit)],
+        ["Failed verdicts", String(b.failures)],
+        ["", "zoom in (choose a shorter range) for every sample"],
+      ]));
+      return;
+    }
+    const p = d.points[idx];
+    const verdict = node("span", { class: "badge " + statusClass(p.verdict) }, p.verdict || "no verdict");
+    if (p.exception) verdict.textContent += " · " + p.exception;
+    info.appendChild(kv([
+      ["Commit", shortSha(p.sha) + (p.at ? "  ·  " + p.at.replace("T", " ").slice(0, 16) + " UTC" : "")],
+      ["Run", link("/runs/" + p.run, "#" + p.run)],
+      ["Median", fmt(p.value, unit) + "  (" + p.samples.length + " samples, q25–q75 " + fmt(p.q25, unit) + " – " + fmt(p.q75, unit) + ")"],
+      ["Verdict", verdict],
+      ["GPU state", gpuText(p.gpu)],
+      ["Position", "#" + p.x + (pinned ? "  (pinned — click again to release)" : "")],
+    ]));
+  }
+
+  function statusClass(s) {
+    if (s === "pass") return "st-pass";
+    if (s === "unsupported") return "st-unsupported";
+    if (["error", "fail_accuracy", "timeout", "oom"].includes(s)) return "st-fail";
+    return "st-neutral";
+  }
+
+  function fillTables(d) {
+    const cpBody = document.querySelector("#change-points tbody");
+    const shBody = document.querySelector("#shifts tbody");
+    const unit = d.series.unit;
+    cpBody.replaceChildren();
+    for (const cp of d.change_points) {
+      const tr = node("tr");
+      tr.appendChild(node("td", {}, "#" + cp.x));
+      const td = node("td"); td.appendChild(link("/runs/" + cp.run_id, shortSha(cp.sha))); tr.appendChild(td);
+      tr.appendChild(node("td", { class: "num" }, fmt(cp.baseline, unit)));
+      tr.appendChild(node("td", { class: "num" }, fmt(cp.level_after, unit)));
+      tr.appendChild(node("td", { class: "num" }, pct(cp.effect)));
+      const dir = node("td"); dir.appendChild(node("span", { class: "badge st-" + cp.direction }, cp.direction));
+      tr.appendChild(dir);
+      tr.appendChild(node("td", { class: "muted" }, cp.source + (cp.environment_shift ? " · environment shift" : "")));
+      cpBody.appendChild(tr);
+    }
+    if (!d.change_points.length) cpBody.appendChild(emptyRow(7, "No change points in this range."));
+    shBody.replaceChildren();
+    const shaAt = (x) => {
+      if (d.aggregated) return "";
+      const p = d.points[x - d.offset]; return p ? shortSha(p.sha) : "";
+    };
+    for (const s of d.shifts) {
+      const tr = node("tr");
+      tr.appendChild(node("td", {}, "#" + s.x));
+      tr.appendChild(node("td", { class: "mono" }, shaAt(s.x)));
+      tr.appendChild(node("td", { class: "shift-label" }, s.label));
+      shBody.appendChild(tr);
+    }
+    if (!d.shifts.length) shBody.appendChild(emptyRow(3, "No environment shifts in this range."));
+  }
+
+  function emptyRow(cols, text) {
+    const tr = node("tr"); tr.appendChild(node("td", { colspan: String(cols), class: "empty" }, text)); return tr;
+  }
+
+  function markers(d) {
+    return {
+      hooks: {
+        draw: [(u) => {
+          const ctx = u.ctx, top = u.bbox.top, bottom = u.bbox.top + u.bbox.height;
+          ctx.save();
+          const line = (x, colour, dash, width) => {
+            const px = Math.round(u.valToPos(x - 0.5, "x", true));
+            if (px < u.bbox.left || px > u.bbox.left + u.bbox.width) return null;
+            ctx.strokeStyle = colour; ctx.lineWidth = width * devicePixelRatio; ctx.setLineDash(dash);
+            ctx.beginPath(); ctx.moveTo(px, top); ctx.lineTo(px, bottom); ctx.stroke();
+            return px;
+          };
+          ctx.font = (11 * devicePixelRatio) + "px system-ui, sans-serif";
+          ctx.textAlign = "left";
+          ctx.textBaseline = "alphabetic";
+          d.shifts.forEach((s, i) => {
+            const px = line(s.x, C.shift, [3 * devicePixelRatio, 3 * devicePixelRatio], 1.2);
+            // stagger labels over three heights so that neighbouring shifts do not overprint
+            const y = bottom - (6 + 14 * (i % 3)) * devicePixelRatio;
+            if (px !== null) { ctx.fillStyle = C.shift; ctx.fillText("⇄ " + s.label, px + 4, y); }
+          });
+          for (const cp of d.change_points) {
+            const px = line(cp.x, C[cp.direction], [], 2);
+            if (px !== null) { ctx.fillStyle = C[cp.direction]; ctx.fillText(pct(cp.effect), px + 4, top + 14 * devicePixelRatio); }
+          }
+          ctx.restore();
+        }],
+      },
+    };
+  }
+
+  function build(d) {
+    const unit = d.series.unit;
+    const xs = [], seriesOpts = [{}], data = [];
+    const bandLo = [], bandHi = [], baseline = [];
+    let nSamples = 0;
+    if (d.aggregated) {
+      const med = [], lo = [], hi = [];
+      for (const b of d.buckets) { xs.push(b.x); med.push(b.median); lo.push(b.low); hi.push(b.high); }
+      data.push(xs, hi, lo, med);
+      seriesOpts.push({ label: "spread high", stroke: C.spread, width: 0, points: { show: false } },
+                      { label: "spread low", stroke: C.spread, width: 0, points: { show: false } },
+                      { label: "median", stroke: C.median, width: 1.5, points: { show: false } });
+    } else {
+      const med = [];
+      for (const p of d.points) { xs.push(p.x); med.push(p.value); nSamples = Math.max(nSamples, p.samples.length); }
+      data.push(xs, med);
+      seriesOpts.push({ label: "median", stroke: C.median, width: 1.4, points: { show: true, size: 4, fill: C.median } });
+      for (let k = 0; k < nSamples; k++) {
+        data.push(d.points.map((p) => (k < p.samples.length ? p.samples[k] : null)));
+        seriesOpts.push({ label: k === 0 ? "samples" : "", stroke: C.sample, width: 0, paths: () => null,
+                          points: { show: true, size: 4, stroke: C.sample, fill: C.sample }, legend: false });
+      }
+    }
+    for (const x of xs) {
+      const seg = bandAt(d.band, x);
+      bandLo.push(seg ? seg.lower : null); bandHi.push(seg ? seg.upper : null); baseline.push(seg ? seg.baseline : null);
+    }
+    const base = data.length;
+    data.push(bandHi, bandLo, baseline);
+    seriesOpts.push({ label: "band upper", stroke: "rgba(0,0,0,0)", points: { show: false } },
+                    { label: "band lower", stroke: "rgba(0,0,0,0)", points: { show: false } },
+                    { label: "baseline", stroke: C.bandLine, width: 1, dash: [5, 4], points: { show: false } });
+    const bands = [{ series: [base, base + 1], fill: C.band }];
+    if (d.aggregated) bands.push({ series: [1, 2], fill: C.spread });
+
+    let pinned = null;
+    const opts = {
+      width: el.clientWidth || 1000, height: 380,
+      scales: { x: { time: false } },
+      series: seriesOpts,
+      bands: bands,
+      legend: { show: false },
+      cursor: { drag: { x: true, y: false }, focus: { prox: 24 } },
+      axes: [
+        { label: "commit (oldest → newest)", stroke: "#4b5565", grid: { stroke: "#eef0f3" }, space: 70,
+          incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000],
+          values: (u, vals) => vals.map((v) => commitLabel(d, v)) },
+        { stroke: "#4b5565", size: 72, grid: { stroke: "#eef0f3" }, values: (u, vals) => vals.map((v) => fmt(v, unit)) },
+      ],
+      hooks: {
+        setCursor: [(u) => {
+          if (pinned !== null) return;
+          const idx = u.cursor.idx;
+          if (idx !== null && idx !== undefined) describePoint(d, idx, false);
+        }],
+      },
+      plugins: [markers(d)],
+    };
+    const plot = new uPlot(opts, data, el);
+    plot.over.addEventListener("click", () => {
+      const idx = plot.cursor.idx;
+      if (pinned !== null) { pinned = null; return; }
+      if (idx !== null && idx !== undefined) { pinned = idx; describePoint(d, idx, true); }
+    });
+    window.addEventListener("resize", () => plot.setSize({ width: el.clientWidth, height: 380 }));
+    el.dataset.ready = "1";
+    el.dataset.points = String(d.aggregated ? d.buckets.length : d.points.length);
+  }
+
+  fetch(el.dataset.src, { headers: { Accept: "application/json" } })
+    .then((r) => { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
+    .then((d) => {
+      fillTables(d);
+      if ((d.aggregated ? d.buckets.length : d.points.length) === 0) {
+        el.appendChild(node("div", { class: "empty" }, "No results in this range."));
+        el.dataset.ready = "1";
+        return;
+      }
+      build(d);
+    })
+    .catch((err) => { el.appendChild(node("div", { class: "empty" }, "Could not load the chart: " + err.message)); });
+})();

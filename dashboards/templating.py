@@ -1,0 +1,79 @@
+"""The Jinja2 environment of the pages (autoescaped) and the filters that format values for people."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from urllib.parse import urlencode
+
+from fastapi.templating import Jinja2Templates
+from tewatch.dashboards.status import css_class
+
+TEMPLATE_DIR = Path(__file__).parent / "templates"
+STATIC_DIR = Path(__file__).parent / "static"
+STATIC_PREFIX = "/static"
+
+
+def format_value(value: float | None, unit: str = "seconds") -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    if unit == "seconds":
+        for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+            if abs(value) >= scale or scale == 1e-9:
+                return f"{value / scale:.3g} {suffix}"
+    if unit == "fraction":
+        return f"{value * 100:.1f} %"
+    return f"{value:.4g} {unit}"
+
+
+def format_ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}×"
+
+
+def format_effect(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:+.1f} %"
+
+
+def format_time(value: datetime | None) -> str:
+    if value is None:
+        return "—"
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def short_sha(sha: str | None) -> str:
+    return (sha or "")[:10]
+
+
+def query_string(params: dict, **changes: object) -> str:
+    merged = {**params, **changes}
+    return urlencode({k: v for k, v in merged.items() if v not in (None, "")})
+
+
+@cache
+def static_url(path: str) -> str:
+    """A URL under /static that changes with the file's content, so browsers may cache it for long."""
+    file = STATIC_DIR / path
+    version = hashlib.sha256(file.read_bytes()).hexdigest()[:12] if file.is_file() else "missing"
+    return f"{STATIC_PREFIX}/{path}?v={version}"
+
+
+def make_templates() -> Jinja2Templates:
+    templates = Jinja2Templates(directory=str(TEMPLATE_DIR))
+    env = templates.env
+    env.autoescape = True
+    env.trim_blocks = True
+    env.lstrip_blocks = True
+    env.filters.update(
+        value=format_value, ratio=format_ratio, effect=format_effect, when=format_time, sha=short_sha,
+        status_class=css_class,
+    )
+    env.globals.update(query_string=query_string, static=static_url)
+    return templates
+
+
+templates = make_templates()
