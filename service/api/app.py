@@ -6,6 +6,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from tewatch import __version__
+from tewatch.alerts.service_hooks import delivery_worker
 from tewatch.api.errors import install_error_handlers
 from tewatch.api.metrics import MetricsMiddleware, ServiceMetrics
 from tewatch.api.routes import ROUTERS
@@ -20,7 +21,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
-        yield
+        with delivery_worker(app):
+            yield
         engine.dispose()
 
     app = FastAPI(

@@ -1,7 +1,18 @@
 """Every router the app includes; another part of the service adds its own with one line."""
 
 from fastapi import APIRouter
-from tewatch.api.routes import catalog, compare, health, runs, series, upload, verdicts
+from tewatch.api.routes import (
+    alerts,
+    catalog,
+    compare,
+    detect,
+    health,
+    runs,
+    series,
+    upload,
+    verdicts,
+    webhooks,
+)
 from tewatch.dashboards.router import router as dashboard_router
 
 ROUTERS: list[APIRouter] = [
@@ -13,4 +24,7 @@ ROUTERS: list[APIRouter] = [
     verdicts.router,
     compare.router,
     dashboard_router,
+    alerts.router,
+    webhooks.router,
+    detect.router,
 ]

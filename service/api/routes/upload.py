@@ -1,8 +1,9 @@
 import time
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, Response, status
+from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response, status
 from starlette.concurrency import run_in_threadpool
+from tewatch.alerts.service_hooks import detect_after_upload_task
 from tewatch.api.deps import get_engine, get_settings, require_token
 from tewatch.api.schemas import ErrorAnswer, UploadAnswer
 from tewatch.api.upload_body import bundle_from_form, parse_form, read_limited_body
@@ -47,7 +48,7 @@ ERRORS = {code: {"model": ErrorAnswer} for code in (400, 401, 413, 415, 422)}
     },
 )
 async def upload_run(
-    request: Request, response: Response, _: Annotated[None, Depends(require_token)]
+    request: Request, response: Response, background: BackgroundTasks, _: Annotated[None, Depends(require_token)]
 ) -> UploadAnswer:
     """Store what one `asv run` left behind (see docs/records.md). The same upload twice answers 200
     with the run the first one created."""
@@ -65,6 +66,8 @@ async def upload_run(
     metrics.uploads.labels("created" if stored.created else "already_stored").inc()
     if stored.created:
         metrics.results_ingested.inc(sum(stored.summary.get("results", {}).values()))
+    if stored.created and get_settings(request).detect_after_upload:
+        background.add_task(detect_after_upload_task, request.app, stored.run_id)
     response.status_code = status.HTTP_201_CREATED if stored.created else status.HTTP_200_OK
     return UploadAnswer(
         run_id=stored.run_id,

@@ -1,0 +1,58 @@
+"""Reads of alerts, deliveries, detections and comparisons for the routes and the CLI."""
+
+from __future__ import annotations
+
+from sqlalchemy import case, select
+from sqlalchemy.orm import Session
+from tewatch.store.alert_models import (
+    Alert,
+    AlertKind,
+    DeliveryStatus,
+    Detection,
+    PrComparison,
+    WebhookDelivery,
+)
+
+
+def list_alerts(
+    session: Session, status: str | None = None, kind: str | None = None, branch: str | None = None,
+    pr_number: int | None = None, gpu_model: str | None = None, limit: int = 200,
+) -> list[Alert]:
+    """Correctness alerts first, then the newest."""
+    query = select(Alert)
+    for column, value in ((Alert.status, status), (Alert.kind, kind), (Alert.branch, branch),
+                          (Alert.pr_number, pr_number), (Alert.gpu_model, gpu_model)):
+        if value is not None:
+            query = query.where(column == value)
+    correctness_first = case((Alert.kind == AlertKind.correctness, 0), else_=1)
+    return list(session.scalars(query.order_by(correctness_first, Alert.created_at.desc(), Alert.id.desc()).limit(limit)))
+
+
+def list_deliveries(
+    session: Session, status: DeliveryStatus | None = None, subscription_id: int | None = None, limit: int = 200
+) -> list[WebhookDelivery]:
+    query = select(WebhookDelivery)
+    if status is not None:
+        query = query.where(WebhookDelivery.status == status)
+    if subscription_id is not None:
+        query = query.where(WebhookDelivery.subscription_id == subscription_id)
+    return list(session.scalars(query.order_by(WebhookDelivery.created_at.desc()).limit(limit)))
+
+
+def list_detections(
+    session: Session, branch: str | None = None, series_id: int | None = None, active: bool | None = True,
+    limit: int = 500,
+) -> list[Detection]:
+    query = select(Detection)
+    if branch is not None:
+        query = query.where(Detection.branch == branch)
+    if series_id is not None:
+        query = query.where(Detection.series_id == series_id)
+    if active is not None:
+        query = query.where(Detection.active.is_(active))
+    return list(session.scalars(query.order_by(Detection.created_at.desc(), Detection.id.desc()).limit(limit)))
+
+
+def pr_comparisons(session: Session, pr_number: int) -> list[PrComparison]:
+    query = select(PrComparison).where(PrComparison.pr_number == pr_number)
+    return list(session.scalars(query.order_by(PrComparison.head_run_id.desc(), PrComparison.id)))

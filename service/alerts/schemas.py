@@ -1,0 +1,145 @@
+"""Request and answer bodies of the alert, webhook and detection routes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+from tewatch.store.alert_models import AlertStatus
+
+
+class _Rows(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class StatusChangeOut(_Rows):
+    from_status: str | None
+    to_status: str
+    actor: str
+    note: str
+    at: datetime
+
+
+class AlertOut(_Rows):
+    id: int
+    kind: str
+    status: str
+    title: str
+    series_id: int | None
+    case_id: int | None
+    detection_id: int | None
+    comparison_id: int | None
+    verdict_id: int | None
+    run_id: int | None
+    branch: str | None
+    pr_number: int | None
+    gpu_model: str
+    effect: float | None
+    details: dict
+    created_at: datetime
+    updated_at: datetime
+
+
+class AlertDetailOut(AlertOut):
+    status_changes: list[StatusChangeOut]
+
+
+class StatusChangeIn(BaseModel):
+    status: AlertStatus
+    note: str = Field(default="", max_length=5000)
+    actor: str = Field(default="", max_length=200)
+
+
+class SubscriptionIn(BaseModel):
+    url: str = Field(max_length=2000)
+    secret: str = Field(max_length=500)
+    event_types: list[str]
+    description: str = Field(default="", max_length=500)
+
+
+class SubscriptionOut(_Rows):
+    id: int
+    url: str
+    event_types: list[str]
+    description: str
+    active: bool
+    created_at: datetime
+
+
+class AttemptOut(_Rows):
+    attempt: int
+    started_at: datetime
+    duration_ms: float
+    status_code: int | None
+    error: str | None
+
+
+class DeliveryOut(_Rows):
+    id: str
+    event_id: str
+    subscription_id: int
+    status: str
+    attempts: int
+    next_attempt_at: datetime
+    last_status_code: int | None
+    last_error: str | None
+    delivered_at: datetime | None
+    created_at: datetime
+
+
+class DetectionOut(_Rows):
+    id: int
+    series_id: int | None
+    series_key: str
+    branch: str
+    gpu_model: str
+    run_id: int
+    commit_id: int
+    before_commit_id: int
+    first_possible_commit_id: int
+    direction: str
+    baseline: float
+    level_after: float
+    lower_limit: float
+    upper_limit: float
+    effect: float
+    z: float
+    environment_shift: bool
+    environment_changes: dict
+    detector_version: str
+    active: bool
+    created_at: datetime
+
+
+class ComparisonOut(_Rows):
+    id: int
+    pr_number: int
+    head_run_id: int
+    base_run_ids: list[int]
+    series_id: int | None
+    verdict: str
+    baseline: float | None
+    head: float | None
+    effect: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    q_value: float | None
+    n_base: int
+    n_head: int
+    min_effect: float
+    detector_version: str
+
+
+class DetectIn(BaseModel):
+    branch: str = Field(default="main", max_length=200)
+
+
+class DetectOut(BaseModel):
+    series: int
+    change_points: int
+    new_regressions: int
+    new_improvements: int
+    environment_shifts: int
+    withdrawn: int
+    events: int

@@ -1,0 +1,56 @@
+"""How the service runs detection and delivery: the worker in the app lifespan, detection after uploads."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from fastapi import FastAPI
+from sqlalchemy import Engine
+from tewatch.alerts.delivery import DeliveryPolicy, OutboxWorker
+from tewatch.core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def delivery_policy(settings: Settings) -> DeliveryPolicy:
+    return DeliveryPolicy(
+        timeout_seconds=settings.webhook_timeout_seconds,
+        max_attempts=settings.webhook_max_attempts,
+        backoff_seconds=settings.webhook_backoff_seconds,
+        backoff_max_seconds=settings.webhook_backoff_max_seconds,
+        poll_seconds=settings.webhook_poll_seconds,
+    )
+
+
+@contextmanager
+def delivery_worker(app: FastAPI) -> Iterator[None]:
+    """Deliver webhooks from a background thread for as long as the app runs (if settings allow)."""
+    settings: Settings = app.state.settings
+    worker = None
+    if settings.webhook_worker:
+        worker = OutboxWorker(app.state.engine, delivery_policy(settings))
+        worker.start()
+    app.state.webhook_worker = worker
+    try:
+        yield
+    finally:
+        if worker is not None:
+            worker.stop()
+
+
+def detect_after_upload_task(app: FastAPI, run_id: int) -> None:
+    """Background task after a stored upload: detection, then wake the delivery worker."""
+    from tewatch.detect.store_glue import detect_after_upload
+
+    settings: Settings = app.state.settings
+    engine: Engine = app.state.engine
+    try:
+        summary = detect_after_upload(engine, run_id, settings.public_url)
+    except Exception:
+        log.exception("detection after upload of run %d failed; `tewatch detect` will pick it up", run_id)
+        return
+    worker = getattr(app.state, "webhook_worker", None)
+    if worker is not None and summary.events:
+        worker.wake()

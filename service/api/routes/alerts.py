@@ -1,0 +1,51 @@
+from typing import Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Request, status
+from sqlalchemy.orm import Session
+from tewatch.alerts import queries
+from tewatch.alerts.lifecycle import TransitionError, change_status
+from tewatch.alerts.schemas import AlertDetailOut, AlertOut, StatusChangeIn
+from tewatch.api.deps import get_engine, read_access, require_token
+from tewatch.store.alert_models import Alert
+
+router = APIRouter(tags=["alerts"])
+
+
+@router.get("/api/v1/alerts", response_model=list[AlertOut], dependencies=[Depends(read_access)])
+def list_alerts(
+    request: Request,
+    status: Literal["open", "acknowledged", "resolved", "dismissed"] | None = None,
+    kind: Literal["correctness", "regression"] | None = None,
+    branch: str | None = None,
+    pr: int | None = None,
+    gpu: str | None = None,
+    limit: int = 200,
+):
+    """Alerts, correctness first, then the newest."""
+    with Session(get_engine(request)) as session:
+        return queries.list_alerts(session, status, kind, branch, pr, gpu, min(max(limit, 1), 1000))
+
+
+@router.get("/api/v1/alerts/{alert_id}", response_model=AlertDetailOut, dependencies=[Depends(read_access)])
+def get_alert(request: Request, alert_id: int):
+    with Session(get_engine(request)) as session:
+        alert = session.get(Alert, alert_id)
+        if alert is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no alert {alert_id}")
+        return AlertDetailOut.model_validate(alert)
+
+
+@router.post("/api/v1/alerts/{alert_id}/status", response_model=AlertDetailOut,
+             dependencies=[Depends(require_token)], responses={404: {}, 409: {}})
+def set_alert_status(request: Request, alert_id: int, change: StatusChangeIn):
+    """Acknowledge, resolve, dismiss or reopen an alert; the change is kept in its history."""
+    with Session(get_engine(request)) as session, session.begin():
+        alert = session.get(Alert, alert_id)
+        if alert is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no alert {alert_id}")
+        try:
+            change_status(session, alert, change.status, change.actor, change.note)
+        except TransitionError as exc:
+            raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+        session.flush()
+        return AlertDetailOut.model_validate(alert)

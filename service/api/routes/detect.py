@@ -1,0 +1,40 @@
+from fastapi import APIRouter, Depends, Request
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+from tewatch.alerts import queries
+from tewatch.alerts.schemas import ComparisonOut, DetectIn, DetectionOut, DetectOut
+from tewatch.api.deps import get_engine, get_settings, read_access, require_token
+
+router = APIRouter(tags=["detection"])
+
+
+@router.get("/api/v1/detections", response_model=list[DetectionOut], dependencies=[Depends(read_access)])
+def list_detections(
+    request: Request, branch: str | None = None, series_id: int | None = None, active: bool | None = True,
+    limit: int = 500,
+):
+    """Change points with their baseline, limits, effect and detector version."""
+    with Session(get_engine(request)) as session:
+        return queries.list_detections(session, branch, series_id, active, min(max(limit, 1), 5000))
+
+
+@router.get("/api/v1/prs/{pr_number}/comparisons", response_model=list[ComparisonOut],
+            dependencies=[Depends(read_access)])
+def list_comparisons(request: Request, pr_number: int):
+    """Every case of a pull request's runs against the merge base, with verdict and interval."""
+    with Session(get_engine(request)) as session:
+        return queries.pr_comparisons(session, pr_number)
+
+
+@router.post("/api/v1/detect", response_model=DetectOut, dependencies=[Depends(require_token)])
+async def run_detection(request: Request, body: DetectIn):
+    """Run change-point detection over a branch's whole stored history now."""
+    from tewatch.detect.store_glue import detect_branch
+
+    summary = await run_in_threadpool(
+        detect_branch, get_engine(request), body.branch, get_settings(request).public_url
+    )
+    worker = getattr(request.app.state, "webhook_worker", None)
+    if worker is not None and summary.events:
+        worker.wake()
+    return DetectOut(**{k: getattr(summary, k) for k in DetectOut.model_fields})

@@ -1,0 +1,73 @@
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
+from sqlalchemy.orm import Session
+from tewatch.alerts import queries
+from tewatch.alerts.schemas import DeliveryOut, SubscriptionIn, SubscriptionOut
+from tewatch.alerts.subscriptions import (
+    SubscriptionError,
+    active_subscriptions,
+    add_subscription,
+    remove_subscription,
+)
+from tewatch.api.deps import get_engine, require_token
+from tewatch.store.alert_models import DeliveryStatus, WebhookDelivery
+
+# Subscriptions hold secrets and URLs of private receivers: every route needs a token.
+router = APIRouter(tags=["webhooks"], dependencies=[Depends(require_token)])
+
+
+@router.post("/api/v1/webhooks", response_model=SubscriptionOut, status_code=status.HTTP_201_CREATED,
+             responses={422: {}})
+def create_subscription(request: Request, body: SubscriptionIn):
+    """Subscribe a URL to event types (regression.detected, correctness.failed, pr.report). The secret
+    signs every body (X-Tewatch-Signature-256) and is never shown again."""
+    with Session(get_engine(request)) as session, session.begin():
+        try:
+            subscription = add_subscription(session, body.url, body.secret, body.event_types, body.description)
+        except SubscriptionError as exc:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from exc
+        return SubscriptionOut.model_validate(subscription)
+
+
+@router.get("/api/v1/webhooks", response_model=list[SubscriptionOut])
+def list_subscriptions(request: Request):
+    with Session(get_engine(request)) as session:
+        return active_subscriptions(session)
+
+
+@router.delete("/api/v1/webhooks/{subscription_id}", status_code=status.HTTP_204_NO_CONTENT, responses={404: {}})
+def delete_subscription(request: Request, subscription_id: int):
+    with Session(get_engine(request)) as session, session.begin():
+        try:
+            remove_subscription(session, subscription_id)
+        except SubscriptionError as exc:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from exc
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get("/api/v1/webhooks/deliveries", response_model=list[DeliveryOut])
+def list_deliveries(
+    request: Request, status: DeliveryStatus | None = None, subscription_id: int | None = None, limit: int = 200
+):
+    """The delivery log, newest first."""
+    with Session(get_engine(request)) as session:
+        return queries.list_deliveries(session, status, subscription_id, min(max(limit, 1), 1000))
+
+
+@router.post("/api/v1/webhooks/deliveries/{delivery_id}/redeliver", response_model=DeliveryOut, responses={404: {}})
+def redeliver(request: Request, delivery_id: str):
+    """Send a delivery again (same delivery id), e.g. after it failed its last attempt."""
+    with Session(get_engine(request)) as session, session.begin():
+        delivery = session.get(WebhookDelivery, delivery_id)
+        if delivery is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no delivery {delivery_id}")
+        delivery.status = DeliveryStatus.pending
+        delivery.next_attempt_at = datetime.now(UTC)
+        delivery.lease_until = None
+        session.flush()
+        answer = DeliveryOut.model_validate(delivery)
+    worker = getattr(request.app.state, "webhook_worker", None)
+    if worker is not None:
+        worker.wake()
+    return answer
