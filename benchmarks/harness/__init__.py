@@ -1,0 +1,1 @@
+"""What every suite shares: profiles, timing, capability gates, correctness records, GPU state."""

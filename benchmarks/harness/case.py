@@ -1,0 +1,131 @@
+"""The base class of every suite class: gate, check once, time many samples, write the record.
+
+asv starts a fresh process for every class x params combination and calls `setup` then
+`track_seconds`. In `setup` the case is gated (unsupported -> record + asv skip), prepared and
+checked (errors -> record + re-raise, so asv stores a failure); `track_seconds` times the prepared
+call and rewrites the record with the GPU state and derived metrics.
+
+Subclasses implement `labels`, `gate` (backend and recipe of the case) and `prepare`, which returns
+a `Prepared` and adds its checks to `self.record`.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks.harness import gates, records
+from benchmarks.harness.profiles import Profile, current_profile
+from benchmarks.harness.timing import Timing, TimingPlan, measure
+
+
+class Unsupported(NotImplementedError):
+    """The capability gate said no: asv records a skip (NaN), the record says `unsupported`."""
+
+
+@dataclass
+class Prepared:
+    fn: Callable[[], Any]
+    device: str
+    # derived values measured beside the timing: name -> (function of the median seconds, unit)
+    derived: dict[str, tuple[Callable[[float], float], str]] = field(default_factory=dict)
+    flush_l2: bool = True
+
+
+class Case(abc.ABC):
+    """Abstract, so asv's discovery never lists it (only its concrete subclasses)."""
+
+    param_names: list[str] = []
+    params: list[list[Any]] = []
+    timeout = 300
+    op = ""
+    # the check that a failure of `prepare` is filed under
+    main_check = "run"
+
+    @abc.abstractmethod
+    def labels(self, p: dict[str, Any]) -> dict[str, Any]:
+        """backend, recipe, mode, rank, op ... of the case (the record's labels)."""
+
+    @abc.abstractmethod
+    def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
+        """Build inputs, run the checks (adding them to self.record), return what to time."""
+
+    def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:
+        """(backend, recipe family name) that decides the capability gate."""
+        labels = self.labels(p)
+        return labels["backend"], labels.get("recipe", "bf16")
+
+    # -- asv entry points ------------------------------------------------------------------------
+
+    def setup(self, *values: Any) -> None:
+        p = dict(zip(self.param_names, values))
+        profile = current_profile()
+        name = f"{type(self).__module__.removeprefix('benchmarks.')}.{type(self).__name__}"
+        self.record = records.CaseRecord(case=name, params=p, labels=self.labels(p))
+        # asv joins the output of all params of a benchmark; this line lets `tewatch run` split it
+        print(f"{records.CASE_MARKER}{self.record.case_id}", file=sys.stderr, flush=True)
+        self.prepared: Prepared | None = None
+        try:
+            backend, recipe = self.gate_key(p)
+            caps = gates.current_capabilities(needs_te=backend != "torch-ref")
+            reason = gates.unsupported_reason(backend, recipe, caps, profile.device)
+            if reason:
+                raise Unsupported(reason)
+            self.prepared = self.prepare(p, profile)
+        except Unsupported as exc:
+            self.record.add(records.Check(check="capability", status="unsupported", reason=str(exc)))
+            records.write_record(self.record)
+            raise
+        except BaseException as exc:
+            self.record.add(records.from_exception(self.main_check, exc))
+            records.write_record(self.record)
+            if isinstance(exc, NotImplementedError):  # not a skip: TE raised it
+                raise RuntimeError(f"{type(exc).__name__}: {exc}") from exc
+            raise
+        if not self.record.checks:
+            self.record.add(records.Check(check=self.main_check, status="pass"))
+        records.write_record(self.record)
+
+    def track_seconds(self, *values: Any) -> dict[str, Any]:
+        assert self.prepared is not None
+        profile = current_profile()
+        plan = TimingPlan(
+            budget_s=profile.sample_budget_s,
+            min_samples=profile.min_samples,
+            max_samples=profile.max_samples,
+            flush_l2=self.prepared.flush_l2,
+        )
+        nvml = _open_nvml() if self.prepared.device == "cuda" else None
+        states = [nvml.sample()] if nvml else []
+        try:
+            timing = measure(self.prepared.fn, self.prepared.device, plan)
+        except BaseException as exc:
+            self.record.add(records.from_exception("timing", exc))
+            records.write_record(self.record)
+            raise
+        if nvml:
+            states.append(nvml.sample())
+        self._finish(timing, states)
+        return timing.asv_payload()
+
+    track_seconds.unit = "seconds"  # type: ignore[attr-defined]
+
+    def _finish(self, timing: Timing, states: list[dict[str, Any]]) -> None:
+        from benchmarks.harness.gpu_state import collect_series
+
+        assert self.prepared is not None
+        for metric, (fn, unit) in self.prepared.derived.items():
+            self.record.metric(metric, fn(timing.median), unit)
+        self.record.gpu_state = collect_series(states)
+        records.write_record(self.record)
+
+
+def _open_nvml():  # noqa: ANN202
+    from benchmarks.harness.gpu_state import Nvml
+
+    index = int(os.environ.get("TEWATCH_NVML_INDEX", "0"))
+    return Nvml.open(index)

@@ -1,0 +1,140 @@
+"""Profiles: which params each suite runs, chosen by the environment that `tewatch run` sets.
+
+TEWATCH_PROFILE  full (default) | quick (pull requests) | ci (torch-ref on CPU, tiny shapes)
+TEWATCH_BACKENDS comma-separated subset of te, te-ref, torch-ref (default: all for full/quick,
+                 torch-ref for ci)
+
+asv reads `params` at import, in every process it starts, so the environment must stay the same for
+the whole run; the wrapper guarantees that.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+BACKENDS = ("te", "te-ref", "torch-ref")
+PROFILES = ("full", "quick", "ci")
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    device: str  # "cuda" or "cpu"
+    quantize_shapes: tuple[str, ...]
+    rht_shapes: tuple[str, ...]
+    gemm_shapes: tuple[str, ...]  # MxNxK
+    linear_in_out: tuple[int, int]
+    linear_tokens: int
+    linear_ranks: tuple[int, ...]
+    linear_modes: tuple[str, ...]
+    contract_shape: tuple[int, int]  # (tokens, hidden) spread over ranks 2D/3D/4D
+    contract_ranks: tuple[int, ...]
+    sample_budget_s: float  # time spent on samples per case
+    min_samples: int
+    max_samples: int
+
+
+_PROFILES = {
+    "full": Profile(
+        name="full",
+        device="cuda",
+        quantize_shapes=("8192x5120", "16384x8192", "4x2048x5120", "2x2x2048x5120"),
+        rht_shapes=("8192x5120", "16384x8192"),
+        gemm_shapes=("8192x8192x5120", "16384x8192x8192", "4096x4096x4096"),
+        linear_in_out=(4096, 4096),
+        linear_tokens=8192,
+        linear_ranks=(2, 3, 4),
+        linear_modes=("eager", "default", "reduce-overhead", "max-autotune"),
+        contract_shape=(4096, 5120),
+        contract_ranks=(2, 3, 4),
+        sample_budget_s=0.5,
+        min_samples=10,
+        max_samples=100,
+    ),
+    "quick": Profile(
+        name="quick",
+        device="cuda",
+        quantize_shapes=("8192x5120", "4x2048x5120"),
+        rht_shapes=("8192x5120",),
+        gemm_shapes=("8192x8192x5120",),
+        linear_in_out=(4096, 4096),
+        linear_tokens=8192,
+        linear_ranks=(2, 3, 4),
+        linear_modes=("eager", "default"),
+        contract_shape=(4096, 5120),
+        contract_ranks=(2, 3, 4),
+        sample_budget_s=0.3,
+        min_samples=10,
+        max_samples=50,
+    ),
+    "ci": Profile(
+        name="ci",
+        device="cpu",
+        quantize_shapes=("128x256", "2x64x256", "2x2x32x256"),
+        rht_shapes=("128x256",),
+        gemm_shapes=("128x128x256",),
+        linear_in_out=(128, 128),
+        linear_tokens=64,
+        linear_ranks=(2, 3, 4),
+        linear_modes=("eager", "default"),
+        contract_shape=(64, 128),
+        contract_ranks=(2, 3, 4),
+        sample_budget_s=0.1,
+        min_samples=5,
+        max_samples=20,
+    ),
+}
+
+
+def profile_name() -> str:
+    name = os.environ.get("TEWATCH_PROFILE", "full").strip() or "full"
+    if name not in _PROFILES:
+        raise ValueError(f"TEWATCH_PROFILE={name!r} is not one of {', '.join(PROFILES)}")
+    return name
+
+
+def current_profile() -> Profile:
+    return _PROFILES[profile_name()]
+
+
+def get_profile(name: str) -> Profile:
+    return _PROFILES[name]
+
+
+def selected_backends() -> tuple[str, ...]:
+    raw = os.environ.get("TEWATCH_BACKENDS", "").strip()
+    if not raw:
+        return ("torch-ref",) if profile_name() == "ci" else BACKENDS
+    chosen = tuple(b.strip() for b in raw.split(",") if b.strip())
+    unknown = [b for b in chosen if b not in BACKENDS]
+    if unknown:
+        raise ValueError(f"TEWATCH_BACKENDS has unknown backends {unknown}; known: {', '.join(BACKENDS)}")
+    return chosen
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """'4x2048x5120' -> (4, 2048, 5120)."""
+    try:
+        dims = tuple(int(d) for d in text.lower().split("x"))
+    except ValueError as exc:
+        raise ValueError(f"shape {text!r} is not of the form AxBxC") from exc
+    if not dims or any(d <= 0 for d in dims):
+        raise ValueError(f"shape {text!r} has a non-positive dimension")
+    return dims
+
+
+def spread_over_rank(tokens: int, hidden: int, rank: int) -> tuple[int, ...]:
+    """(tokens, hidden) as an input of the given rank with the same number of elements.
+
+    Rank 3 is (2, tokens/2, hidden), rank 4 is (2, 2, tokens/4, hidden): the leading dimensions are
+    never 1, so layouts that only agree for degenerate shapes cannot hide a bug.
+    """
+    if rank == 2:
+        return (tokens, hidden)
+    lead = (2,) * (rank - 2)
+    rest = tokens // math.prod(lead)
+    if rest * math.prod(lead) != tokens:
+        raise ValueError(f"{tokens} tokens do not split over rank {rank}")
+    return (*lead, rest, hidden)

@@ -1,0 +1,167 @@
+"""te.Linear forward+backward: recipes x input ranks 2D/3D/4D x eager / torch.compile modes.
+
+The verdict of a compiled case is its parity with eager (TE's own compile test: output, dgrad and
+wgrad bit for bit); an eager case is checked against FP32 on the unquantized operands. Compile time
+and Dynamo graph breaks (TE's eager fallback under compile) go into the record's metrics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from benchmarks.harness import records
+from benchmarks.harness.case import Case, Prepared
+from benchmarks.harness.numerics import max_abs_difference, relative_error
+from benchmarks.harness.profiles import Profile, current_profile, selected_backends, spread_over_rank
+
+BACKEND_OF = {"bf16": "te", "fp8-delayed": "te", "fp8-current": "te", "fp8-block": "te", "mxfp8": "te",
+              "nvfp4": "te", "nvfp4-ref": "te-ref", "torch-ref": "torch-ref"}
+# normwise error of output/dgrad/wgrad against FP32 on the unquantized operands
+TOLERANCE = {"bf16": 1e-2, "fp8-delayed": 0.1, "fp8-current": 0.1, "fp8-block": 0.1, "mxfp8": 0.1,
+             "nvfp4": 0.3, "nvfp4-ref": 0.3, "torch-ref": 0.3}
+_PROFILE = current_profile()
+
+
+class LinearFwdBwd(Case):
+    param_names = ["recipe", "rank", "mode"]
+    params = [
+        [r for r in BACKEND_OF if BACKEND_OF[r] in selected_backends()],
+        list(_PROFILE.linear_ranks),
+        list(_PROFILE.linear_modes),
+    ]
+    op = "linear"
+    timeout = 600
+
+    def labels(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {"backend": BACKEND_OF[p["recipe"]], "recipe": p["recipe"], "mode": p["mode"],
+                "rank": p["rank"], "op": self.op}
+
+    def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:
+        backend = BACKEND_OF[p["recipe"]]
+        return backend, p["recipe"] if backend == "te" else "nvfp4"
+
+    @property
+    def main_check(self) -> str:  # type: ignore[override]
+        return "compiled_vs_eager" if self._mode != "eager" else "vs_fp32"
+
+    def setup(self, *values: Any) -> None:
+        self._mode = dict(zip(self.param_names, values))["mode"]
+        super().setup(*values)
+
+    def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
+        import torch
+
+        recipe, mode = p["recipe"], p["mode"]
+        in_f, out_f = profile.linear_in_out
+        shape = spread_over_rank(profile.linear_tokens, in_f, p["rank"])
+        device = profile.device
+        torch.manual_seed(0)
+        x = torch.randn(shape, dtype=torch.bfloat16, device=device)
+        dy = torch.randn(*shape[:-1], out_f, dtype=torch.bfloat16, device=device)
+        make_module, autocast = _builders(recipe, in_f, out_f, device)
+
+        eager = make_module()
+        forward_eager = _forward(eager, autocast)
+        y, dx, dw = _step(eager, forward_eager, x, dy)
+        if mode == "eager":
+            w = eager.weight.detach().float()
+            self.record.add(records.compare("vs_fp32", "rel_l2", relative_error(y, x.float() @ w.t()),
+                                            TOLERANCE[recipe], tensor="output"))
+            self.record.add(records.compare("dgrad_vs_fp32", "rel_l2", relative_error(dx, dy.float() @ w),
+                                            TOLERANCE[recipe], tensor="dgrad"))
+            expected_dw = dy.reshape(-1, out_f).float().t() @ x.reshape(-1, in_f).float()
+            self.record.add(records.compare("wgrad_vs_fp32", "rel_l2", relative_error(dw, expected_dw),
+                                            TOLERANCE[recipe], tensor="wgrad"))
+            return Prepared(fn=_timed_step(eager, forward_eager, x, dy, cudagraphs=False), device=device)
+
+        import torch._dynamo
+        from torch._dynamo.utils import counters
+
+        torch._dynamo.reset()
+        counters.clear()
+        compiled = make_module()
+        with torch.no_grad():
+            compiled.weight.copy_(eager.weight)
+        forward_compiled = torch.compile(_forward(compiled, autocast), mode=mode, fullgraph=False)
+        cudagraphs = mode == "reduce-overhead"
+        if device == "cuda":
+            torch.cuda.synchronize()
+        started = time.perf_counter()
+        yc, dxc, dwc = _step(compiled, forward_compiled, x, dy, cudagraphs=cudagraphs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        self.record.metric("compile_seconds", time.perf_counter() - started, "seconds")
+        breaks = {str(k): int(v) for k, v in counters["graph_break"].items()}
+        self.record.metric("graph_breaks", float(sum(breaks.values())), "count")
+        diffs = {"output": max_abs_difference(yc, y), "dgrad": max_abs_difference(dxc, dx),
+                 "wgrad": max_abs_difference(dwc, dw)}
+        worst = max(diffs.values(), key=lambda v: float("inf") if v != v else v)
+        self.record.add(records.compare("compiled_vs_eager", "max_abs_diff", worst, 0.0, per_tensor=diffs,
+                                        graph_break_reasons=list(breaks)[:10]))
+        return Prepared(fn=_timed_step(compiled, forward_compiled, x, dy, cudagraphs=cudagraphs), device=device)
+
+
+def _builders(recipe: str, in_f: int, out_f: int, device: str) -> tuple[Any, Any]:
+    """(make a fresh module, the autocast context factory) for a recipe."""
+    import torch
+
+    if recipe == "torch-ref":
+        from benchmarks.harness.emulated_linear import EmulatedNVFP4Linear
+
+        def make_emulated() -> Any:
+            torch.manual_seed(1)
+            return EmulatedNVFP4Linear(in_f, out_f, device=device, dtype=torch.bfloat16)
+
+        return make_emulated, contextlib.nullcontext
+
+    import transformer_engine.pytorch as te
+
+    from benchmarks.harness import te_ops
+
+    te_recipe = te_ops.recipe(recipe)
+
+    def make_te() -> Any:
+        torch.manual_seed(1)
+        return te.Linear(in_f, out_f, bias=False, params_dtype=torch.bfloat16, device="cuda")
+
+    def autocast() -> Any:
+        return te.autocast(enabled=te_recipe is not None, recipe=te_recipe)
+
+    return make_te, autocast
+
+
+def _forward(module: Any, autocast: Any) -> Any:
+    def forward(inp: Any) -> Any:
+        with autocast():
+            return module(inp)
+
+    return forward
+
+
+def _step(module: Any, forward: Any, x: Any, dy: Any, cudagraphs: bool = False) -> tuple[Any, Any, Any]:
+    import torch
+
+    inp = x.detach().clone().requires_grad_(True)
+    module.weight.grad = None
+    if cudagraphs:
+        torch.compiler.cudagraph_mark_step_begin()
+    y = forward(inp)
+    y.backward(dy)
+    return y.detach().clone(), inp.grad.detach().clone(), module.weight.grad.detach().clone()
+
+
+def _timed_step(module: Any, forward: Any, x: Any, dy: Any, cudagraphs: bool) -> Any:
+    import torch
+
+    inp = x.detach().clone().requires_grad_(True)
+
+    def step() -> None:
+        module.weight.grad = None
+        inp.grad = None
+        if cudagraphs:
+            torch.compiler.cudagraph_mark_step_begin()
+        forward(inp).backward(dy)
+
+    return step

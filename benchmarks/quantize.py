@@ -1,0 +1,187 @@
+"""Quantize: NVFP4 (row-wise, column-wise, both, RHT, 2D blocks, stochastic rounding) and the FP8
+baselines (current and block scaling), at shapes from real models and input ranks 2D/3D/4D."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.harness import records
+from benchmarks.harness.case import Case, Prepared
+from benchmarks.harness.numerics import relative_error
+from benchmarks.harness.params import invalid_combinations, keep
+from benchmarks.harness.profiles import Profile, current_profile, parse_shape, selected_backends
+
+NVFP4_VARIANTS = ["nvfp4-row", "nvfp4-col", "nvfp4-both", "nvfp4-rht", "nvfp4-2d", "nvfp4-sr"]
+FP8_VARIANTS = ["fp8-current", "fp8-block"]
+# normwise dequantization error bounds for a standard normal input
+TOLERANCE = {"nvfp4": 0.15, "nvfp4-sr": 0.2, "fp8": 0.04}
+_PROFILE = current_profile()
+
+
+def _is_case(backend: str, variant: str, shape: str) -> bool:
+    if variant in FP8_VARIANTS:
+        return backend == "te"
+    if backend == "te-ref":
+        return variant != "nvfp4-sr"  # the reference has no stochastic rounding
+    return True
+
+
+def _emulated_quantize(x: Any, variant: str, generator: Any) -> dict[str, Any]:
+    from benchmarks import nvfp4_emulation as emu
+
+    rows = variant != "nvfp4-col"
+    cols = variant not in ("nvfp4-row",)
+    opts: dict[str, Any] = {"block_2d": variant == "nvfp4-2d"}
+    col_opts = dict(opts, rht=variant in ("nvfp4-rht", "nvfp4-sr"))
+    if variant == "nvfp4-sr":
+        opts = dict(opts, stochastic_rounding=True, generator=generator)
+        col_opts = dict(col_opts, stochastic_rounding=True, generator=generator)
+    out = {}
+    if rows:
+        out["rowwise"] = emu.quantize_nvfp4(x, **opts)
+    if cols:
+        out["columnwise"] = emu.quantize_nvfp4_columnwise(x, **col_opts)
+    return out
+
+
+class Quantize(Case):
+    param_names = ["backend", "variant", "shape"]
+    params = [
+        list(selected_backends()),
+        NVFP4_VARIANTS + (FP8_VARIANTS if "te" in selected_backends() else []),
+        list(_PROFILE.quantize_shapes),
+    ]
+    skip_params = invalid_combinations(params, _is_case)
+    op = "quantize"
+    main_check = "dequantize_error"
+
+    def labels(self, p: dict[str, Any]) -> dict[str, Any]:
+        recipe = p["variant"] if p["variant"] in FP8_VARIANTS else "nvfp4"
+        return {
+            "backend": p["backend"],
+            "recipe": recipe,
+            "variant": p["variant"],
+            "rank": len(parse_shape(p["shape"])),
+            "op": self.op,
+        }
+
+    def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:
+        return p["backend"], p["variant"]
+
+    def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
+        import torch
+
+        torch.manual_seed(0)
+        shape = parse_shape(p["shape"])
+        x = torch.randn(shape, dtype=torch.bfloat16, device=profile.device)
+        x2d = x.reshape(-1, shape[-1])
+        backend, variant = p["backend"], p["variant"]
+        if backend == "torch-ref":
+            generator = torch.Generator(device=profile.device).manual_seed(1)
+            q = _emulated_quantize(x, variant, generator)
+            self._check_emulated(q, x2d, variant)
+            return Prepared(fn=lambda: _emulated_quantize(x, variant, generator), device=profile.device)
+        if backend == "te-ref":
+            from benchmarks.harness import te_ops
+
+            ref = te_ops.reference_quantizer(variant)
+            q = ref.quantize(x)
+            self._check_reference(ref, q, x2d)
+            return Prepared(fn=lambda: ref.quantize(x), device="cuda")
+        return self._prepare_native(x, x2d, variant)
+
+    # -- checks ------------------------------------------------------------------------------------
+
+    def _tolerance(self, variant: str) -> float:
+        return TOLERANCE["nvfp4-sr"] if variant == "nvfp4-sr" else TOLERANCE["nvfp4"]
+
+    def _check_emulated(self, q: dict[str, Any], x2d: Any, variant: str) -> None:
+        from benchmarks import nvfp4_emulation as emu
+
+        tol = self._tolerance(variant)
+        if "rowwise" in q:
+            deq = emu.dequantize_nvfp4(q["rowwise"], torch_float32()).reshape(x2d.shape)
+            self.record.add(records.compare("dequantize_error", "rel_l2", relative_error(deq, x2d), tol))
+        if "columnwise" in q:
+            cq = q["columnwise"]
+            expected = x2d.t().contiguous()
+            if cq.rht:
+                expected = emu.apply_rht(expected)
+            deq = emu.dequantize_nvfp4(cq, torch_float32())
+            self.record.add(
+                records.compare("dequantize_error_columnwise", "rel_l2", relative_error(deq, expected), tol)
+            )
+
+    def _check_reference(self, ref: Any, q: Any, x2d: Any) -> None:
+        from benchmarks.harness import te_ops
+
+        tol = TOLERANCE["nvfp4"]
+        if q.data is not None:
+            deq = te_ops.dequantize_reference(q)
+            self.record.add(records.compare("dequantize_error", "rel_l2", relative_error(deq, x2d), tol))
+        if q.data_t is not None:
+            expected = ref._apply_rht(x2d.t().contiguous())
+            deq = te_ops.dequantize_reference(q, columnwise=True)
+            self.record.add(
+                records.compare("dequantize_error_columnwise", "rel_l2", relative_error(deq, expected), tol)
+            )
+
+    def _prepare_native(self, x: Any, x2d: Any, variant: str) -> Prepared:
+        import torch
+
+        from benchmarks.harness import te_ops
+        from benchmarks.harness.numerics import bytes_equal
+
+        q = te_ops.quantizer(variant)
+        out = q.make_empty(x.shape, dtype=torch.bfloat16, device="cuda")
+        again = q.make_empty(x.shape, dtype=torch.bfloat16, device="cuda")
+        with torch.no_grad():
+            q.update_quantized(x, out)
+            q.update_quantized(x, again)
+        buffers, repeat = te_ops.inner_buffers(out), te_ops.inner_buffers(again)
+        same = all(bytes_equal(buffers[n], repeat[n]) for n in buffers)
+        if variant != "nvfp4-sr":
+            self.record.add(
+                records.Check(check="deterministic", status="pass" if same else "fail_accuracy",
+                              metric="bitwise_equal", value=float(same), tolerance=1.0)
+            )
+        if variant in FP8_VARIANTS:
+            deq = out.dequantize(dtype=torch.float32).reshape(x2d.shape)
+            self.record.add(records.compare("dequantize_error", "rel_l2", relative_error(deq, x2d), TOLERANCE["fp8"]))
+        elif variant != "nvfp4-sr":
+            self._check_native_vs_reference(variant, x2d, buffers)
+
+        def run() -> None:
+            with torch.no_grad():
+                q.update_quantized(x, out)
+
+        return Prepared(fn=run, device="cuda")
+
+    def _check_native_vs_reference(self, variant: str, x2d: Any, buffers: dict[str, Any]) -> None:
+        """TE's own exactness test: native NVFP4 == NVFP4QuantizerRef, bit for bit."""
+        from benchmarks.harness import te_ops
+        from benchmarks.harness.numerics import bytes_equal
+
+        ref = te_ops.reference_quantizer(variant).quantize(x2d)
+        m, k = x2d.shape
+        pairs = []
+        if ref.data is not None:
+            pairs += [("rowwise_data", buffers["_rowwise_data"].reshape(m, k // 2), ref.data),
+                      ("rowwise_scale", buffers["_rowwise_scale_inv"][:m, : k // 16], ref.scale)]
+        if ref.data_t is not None:
+            pairs += [("columnwise_data", buffers["_columnwise_data"].reshape(k, m // 2), ref.data_t),
+                      ("columnwise_scale", buffers["_columnwise_scale_inv"][:k, : m // 16], ref.scale_t)]
+        mismatched = [name for name, native, expected in pairs if not bytes_equal(native, expected)]
+        self.record.add(
+            records.Check(
+                check="native_vs_reference", status="fail_accuracy" if mismatched else "pass",
+                metric="mismatched_buffers", value=float(len(mismatched)), tolerance=0.0,
+                details={"mismatched": mismatched} if mismatched else None,
+            )
+        )
+
+
+def torch_float32() -> Any:
+    import torch
+
+    return torch.float32

@@ -1,0 +1,215 @@
+"""Run the suites once: probe, machine keys, `asv run`, re-file under TE's commit, close the sidecar."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tewatch.runner import machine, results, sidecar
+from tewatch.runner.commit import choose_commit
+
+PROFILES = ("full", "quick", "ci")
+BACKENDS = ("te", "te-ref", "torch-ref")
+_PERCENT = re.compile(r"^\s*\[\s*(\d+(?:\.\d+)?)%\]\s*(.*)$")
+
+
+class RunError(Exception):
+    """asv itself could not run (not: some cases failed, which is data)."""
+
+
+@dataclass
+class RunOptions:
+    project: Path
+    profile: str = "full"
+    backends: tuple[str, ...] | None = None
+    bench: str | None = None
+    machine: str | None = None
+    results_dir: Path | None = None
+    commit: str | None = None
+    python: str = sys.executable
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if self.profile not in PROFILES:
+            raise RunError(f"--profile must be one of {', '.join(PROFILES)}, not {self.profile!r}")
+        unknown = [b for b in self.backends or () if b not in BACKENDS]
+        if unknown:
+            raise RunError(f"--backends has unknown {', '.join(unknown)}; known: {', '.join(BACKENDS)}")
+        if not (self.project / "asv.conf.json").is_file():
+            raise RunError(f"{self.project} has no asv.conf.json")
+
+
+@dataclass
+class RunOutcome:
+    results_file: Path
+    sidecar: Path
+    asv_exit_code: int
+    commit: str
+    commit_source: str
+    counts: dict[str, int]
+    wall_seconds: float
+
+
+def _load_config(project: Path) -> dict[str, Any]:
+    import json5  # asv's own config parser (the file allows comments)
+
+    return json5.loads((project / "asv.conf.json").read_text())
+
+
+def _write_config(opts: RunOptions, results_dir: Path) -> Path:
+    """asv.conf.json with absolute paths and the chosen results folder, for `asv --config`."""
+    conf = _load_config(opts.project)
+    for key in ("repo", "benchmark_dir", "env_dir", "html_dir"):
+        if key in conf:
+            conf[key] = str((opts.project / conf[key]).resolve())
+    conf["results_dir"] = str(results_dir)
+    path = results_dir / ".tewatch-asv.conf.json"
+    path.write_text(json.dumps(conf, indent=1))
+    return path
+
+
+def probe(opts: RunOptions, env: dict[str, str]) -> dict[str, Any]:
+    proc = subprocess.run([opts.python, "-m", "benchmarks.harness.probe"], cwd=opts.project, env=env,
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RunError(f"the probe failed in {opts.python}: {last}")
+    return json.loads(proc.stdout)
+
+
+def _git_head(project: Path) -> str:
+    proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RunError(f"{project} is not a git checkout (asv needs one): {proc.stderr.strip()}")
+    return proc.stdout.strip()
+
+
+def _asv(opts: RunOptions, args: list[str], env: dict[str, str], **kw: Any) -> subprocess.CompletedProcess:
+    return subprocess.run([opts.python, "-m", "asv", *args], cwd=opts.project, env=env, **kw)
+
+
+def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = None) -> RunOutcome:
+    opts.validate()
+    started = datetime.now(timezone.utc)
+    t0 = time.monotonic()
+    results_dir = (opts.results_dir or opts.project / _load_config(opts.project)["results_dir"]).resolve()
+    results_dir.mkdir(parents=True, exist_ok=True)
+
+    env = dict(os.environ)
+    env.update(opts.extra_env)
+    env["TEWATCH_PROFILE"] = opts.profile
+    if opts.backends:
+        env["TEWATCH_BACKENDS"] = ",".join(opts.backends)
+    else:
+        env.pop("TEWATCH_BACKENDS", None)
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(results_dir.parent / "inductor-cache"))
+    env["PYTHONUNBUFFERED"] = "1"
+
+    info = probe(opts, env)
+    env["TEWATCH_CAPABILITIES"] = json.dumps(info["capabilities"])
+    versions = info["versions"]
+    try:
+        sha, source = choose_commit(opts.commit, versions.get("te", ""), versions.get("te_commit", ""))
+    except ValueError as exc:
+        raise RunError(str(exc)) from exc
+
+    machine_name = opts.machine or _default_machine_name(info)
+    proc = _asv(opts, ["machine", "--yes", "--machine", machine_name], env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RunError(f"asv machine failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+    machine.add_keys(machine_name, machine.gpu_keys(info))
+
+    head = _git_head(opts.project)
+    machine_dir = results_dir / machine_name
+    staging = machine_dir / f".tewatch-staging-{os.getpid()}"
+    # resume a run of the same TE commit (asv merges results of one commit, e.g. split with --bench)
+    previous = results.find(machine_dir, sha) if machine_dir.exists() else None
+    if previous is not None and sha != head:
+        previous = results.refile(previous, head)
+    if previous is not None and results.sidecar_dir(previous).exists():
+        shutil.copytree(results.sidecar_dir(previous) / "cases", staging / "cases", dirs_exist_ok=True)
+    env["TEWATCH_RECORD_DIR"] = str(staging)
+    staging.mkdir(parents=True, exist_ok=True)
+
+    config = _write_config(opts, results_dir)
+    args = ["--config", str(config), "run", "--python=same", f"--set-commit-hash={head}",
+            f"--machine={machine_name}", "-e", "--record-samples"]
+    if opts.bench:
+        args += ["--bench", opts.bench]
+    log_lines: list[str] = []
+    with subprocess.Popen([opts.python, "-m", "asv", *args], cwd=opts.project, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1) as asv_proc:
+        assert asv_proc.stdout is not None
+        for line in asv_proc.stdout:
+            log_lines.append(line)
+            match = _PERCENT.match(line)
+            if match and progress:
+                progress(float(match.group(1)), match.group(2).strip())
+    exit_code = asv_proc.returncode
+    log = "".join(log_lines)
+
+    produced = results.find(machine_dir, head)
+    if produced is None:
+        (results_dir / "asv-stderr.log").write_text(log)
+        tail = [ln for ln in log.strip().splitlines() if ln.strip()][-1:] or ["no output"]
+        raise RunError(f"asv run (exit {exit_code}) wrote no results: {tail[0].strip()}")
+
+    final = results.refile(produced, sha) if sha != head else produced
+    side = results.sidecar_dir(final)
+    side.mkdir(exist_ok=True)
+    if (side / "cases").exists():
+        shutil.rmtree(side / "cases")
+    staged_cases = staging / "cases"
+    staged_cases.mkdir(parents=True, exist_ok=True)
+    staged_cases.rename(side / "cases")
+    shutil.rmtree(staging, ignore_errors=True)
+    log_path = side / "asv-stderr.log"
+    log_path.write_text(log if not log_path.exists() else log_path.read_text() + "\n" + log)
+
+    benchmarks = results.load(results_dir / "benchmarks.json")
+    case_results = [c for c in results.iter_case_results(results.load(final), benchmarks)]
+    added = sidecar.complete_records(side / "cases", case_results, log)
+    finished = datetime.now(timezone.utc)
+    wall = time.monotonic() - t0
+    sidecar.write_run_json(side, {
+        "profile": opts.profile,
+        "backend_filter": ",".join(opts.backends) if opts.backends else None,
+        "bench_filter": opts.bench,
+        "started_at": sidecar.utc(started), "finished_at": sidecar.utc(finished),
+        "wall_seconds": round(wall, 3),
+        "asv_exit_code": exit_code,
+        "commit": sha, "commit_source": source,
+        "versions": versions,
+        "gpu": info["gpu"],
+        "capabilities": info["capabilities"],
+        "gpu_state_before": info["gpu_state"],
+        "gpu_state_after": probe(opts, env)["gpu_state"] if info["gpu"].get("model") != "cpu" else {},
+    })
+    counts = _verdict_counts(side / "cases")
+    counts.update({f"added_{k}": v for k, v in added.items()})
+    return RunOutcome(final, side, exit_code, sha, source, counts, wall)
+
+
+def _verdict_counts(cases: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for path in cases.glob("*.json"):
+        status = json.loads(path.read_text())["verdict"]["status"]
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+def _default_machine_name(info: dict[str, Any]) -> str:
+    import socket
+
+    model = str(info["gpu"].get("model") or "cpu").replace("NVIDIA ", "").lower()
+    return f"{socket.gethostname()}-{re.sub(r'[^a-z0-9]+', '-', model).strip('-')}"
