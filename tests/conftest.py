@@ -1,0 +1,197 @@
+"""Shared fixtures: databases (SQLite and PostgreSQL), a real `tewatch serve` process, fixture results."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import make_url, text
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+PG_CLUSTER_SCRIPT = REPO_ROOT / "scripts" / "pg-test-cluster.sh"
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def fixture_results_dirs() -> list[Path]:
+    """Every asv results directory under tests/fixtures (any folder holding a benchmarks.json)."""
+    return sorted({path.parent for path in FIXTURES.rglob("benchmarks.json")})
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _postgres_binaries() -> bool:
+    return any(Path("/usr/lib/postgresql").glob("*/bin/initdb")) or shutil.which("initdb") is not None
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str | None]:
+    """A PostgreSQL URL whose role may create databases: $TEWATCH_TEST_POSTGRES_URL, or a throwaway cluster."""
+    url = os.environ.get("TEWATCH_TEST_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    if not _postgres_binaries():
+        yield None
+        return
+    cluster_dir = Path(tempfile.mkdtemp(prefix="tewatch-pg-"))
+    started = subprocess.run(
+        ["bash", str(PG_CLUSTER_SCRIPT), "start", str(cluster_dir)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if started.returncode != 0:
+        pytest.fail(f"could not start a PostgreSQL test cluster: {started.stderr.strip()}")
+    try:
+        yield started.stdout.strip().splitlines()[-1]
+    finally:
+        subprocess.run(["bash", str(PG_CLUSTER_SCRIPT), "stop", str(cluster_dir)], check=False)
+
+
+def _fresh_database(backend: str, postgres_url: str | None, tmp_dir: Path) -> Iterator[str]:
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_dir / 'tewatch.sqlite3'}"
+        return
+    if postgres_url is None:
+        pytest.skip(
+            "PostgreSQL variant skipped: no PostgreSQL binaries and TEWATCH_TEST_POSTGRES_URL is unset"
+        )
+    import psycopg
+
+    name = f"tw_{uuid.uuid4().hex[:12]}"
+    admin = make_url(postgres_url)
+    with psycopg.connect(
+        admin.set(drivername="postgresql").render_as_string(hide_password=False), autocommit=True
+    ) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield admin.set(drivername="postgresql+psycopg", database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(
+            admin.set(drivername="postgresql").render_as_string(hide_password=False), autocommit=True
+        ) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request, postgres_server, tmp_path) -> Iterator[str]:
+    """An empty, migrated database of each backend, fresh for every test."""
+    from tewatch.store.migrate import upgrade
+
+    for url in _fresh_database(request.param, postgres_server, tmp_path):
+        upgrade(url)
+        yield url
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def module_db_url(request, postgres_server, tmp_path_factory) -> Iterator[str]:
+    """Like db_url, shared by the tests of one module (they compare counts before and after)."""
+    from tewatch.store.migrate import upgrade
+
+    for url in _fresh_database(request.param, postgres_server, tmp_path_factory.mktemp("db")):
+        upgrade(url)
+        yield url
+
+
+@dataclass
+class LiveServer:
+    url: str
+    db_url: str
+    token: str
+    process: subprocess.Popen
+
+    def client(self, token: str | None = "default", **kwargs) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.token if token == 'default' else token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60, **kwargs)
+
+    def counts(self) -> dict[str, int]:
+        """Row counts of every table ingest writes, read straight from the database."""
+        from tewatch.store.database import make_engine
+        from tewatch.store.queries import store_counts
+
+        engine = make_engine(self.db_url)
+        try:
+            with engine.connect() as conn:
+                counts = store_counts(conn)
+                for table in ("raw_files", "run_files", "environments", "api_tokens"):
+                    counts[table] = conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
+                return counts
+        finally:
+            engine.dispose()
+
+
+def start_server(db_url: str, log_path: Path, *extra_args: str) -> LiveServer:
+    from tewatch.store.database import make_engine
+    from tewatch.store.tokens import create_token
+
+    engine = make_engine(db_url)
+    token = create_token(engine, "tests")
+    engine.dispose()
+    port = free_port()
+    log = log_path.open("w")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from tewatch.cli import main; main()",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--db",
+            db_url,
+            "--log-level",
+            "warning",
+            *extra_args,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=log_path.parent,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"tewatch serve exited with {process.returncode}: {log_path.read_text()[-2000:]}"
+            )
+        try:
+            if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
+                return LiveServer(url, db_url, token, process)
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.terminate()
+    raise RuntimeError(f"tewatch serve did not answer within 60 s: {log_path.read_text()[-2000:]}")
+
+
+def stop_server(server: LiveServer) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+
+
+@pytest.fixture(scope="module")
+def live_server(module_db_url, tmp_path_factory) -> Iterator[LiveServer]:
+    """A real `tewatch serve` (uvicorn) on a free loopback port, for the tests of one module."""
+    server = start_server(module_db_url, tmp_path_factory.mktemp("server") / "serve.log")
+    yield server
+    stop_server(server)

@@ -1,0 +1,171 @@
+"""Bad uploads get a 4xx that says what is wrong, and the store stays exactly as it was."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from tests.conftest import start_server, stop_server
+from tests.service.uploads import files_of, parts_of, post_run, tiny_run
+
+
+def _edit_json(parts, part, edit, index=0):
+    name, content = parts[part][index]
+    data = json.loads(content)
+    edit(data)
+    parts[part][index] = (name, json.dumps(data).encode())
+
+
+def malformed_result(parts):
+    name, content = parts["result"][0]
+    parts["result"][0] = (name, content.replace(b'"results": {', b'"results": {,', 1))
+
+
+def truncated_result(parts):
+    name, content = parts["result"][0]
+    parts["result"][0] = (name, content[: len(content) // 2])
+
+
+def wrong_asv_version(parts):
+    _edit_json(parts, "result", lambda d: d.update(version=1))
+
+
+def unknown_case_field(parts):
+    _edit_json(parts, "cases", lambda d: d["verdict"].update(flaky=True))
+
+
+def unknown_run_field(parts):
+    _edit_json(parts, "run", lambda d: d.update(hostname="gpu-7"))
+
+
+def nan_in_case_record(parts):
+    name, content = parts["cases"][0]
+    parts["cases"][0] = (name, content.replace(b'"schema"', b'"wall": NaN, "schema"', 1))
+
+
+def nan_as_metric_value(parts):
+    name, content = parts["cases"][0]
+    data = json.loads(content)
+    data["verdict"]["value"] = "NAN_TOKEN"
+    parts["cases"][0] = (name, json.dumps(data).replace('"NAN_TOKEN"', "NaN").encode())
+
+
+def bad_verdict_status(parts):
+    _edit_json(parts, "cases", lambda d: d["verdict"].update(status="flaky"))
+
+
+def string_result_value(parts):
+    _edit_json(parts, "result", lambda d: d["results"]["ops.track_share"].__setitem__(0, ["fast"]))
+
+
+def wrong_combination_count(parts):
+    _edit_json(parts, "result", lambda d: d["results"]["ops.Scale.time_scale"][0].pop())
+
+
+def missing_machine(parts):
+    del parts["machine"]
+
+
+def unknown_part(parts):
+    parts["profile"] = [("profile.json", b"{}")]
+
+
+def not_utf8(parts):
+    parts["run"][0] = ("run.json", b"\xff\xfe{}")
+
+
+CASES = [
+    (malformed_result, 400, ["result", "malformed JSON", "line 1 column"]),
+    (truncated_result, 400, ["result", "malformed JSON"]),
+    (wrong_asv_version, 422, ["result", "version", "not supported"]),
+    (unknown_case_field, 422, ["cases/", "verdict.flaky", "unknown field"]),
+    (unknown_run_field, 422, ["run", "hostname", "unknown field"]),
+    (nan_in_case_record, 422, ["cases/", "wall", "unknown field"]),
+    (nan_as_metric_value, 422, ["cases/", "verdict.value", "finite number"]),
+    (bad_verdict_status, 422, ["cases/", "verdict.status"]),
+    (string_result_value, 422, ["result", "results.ops.track_share.result[0]"]),
+    (wrong_combination_count, 422, ["result", "results.ops.Scale.time_scale.result", "4 entries"]),
+    (missing_machine, 422, ["missing file part", "machine"]),
+    (unknown_part, 422, ["unknown file part", "profile"]),
+    (not_utf8, 400, ["run", "not UTF-8"]),
+]
+
+
+@pytest.mark.parametrize(("breakage", "status", "words"), CASES, ids=[c[0].__name__ for c in CASES])
+def test_bad_upload_is_refused_and_changes_nothing(live_server, breakage, status, words):
+    parts = parts_of(tiny_run(0))
+    breakage(parts)
+    before = live_server.counts()
+    with live_server.client() as client:
+        answer = post_run(client, parts, branch="bad-input")
+    assert answer.status_code == status, answer.text
+    detail = answer.json()["detail"]
+    for word in words:
+        assert word in detail, f"{word!r} not in {detail!r}"
+    assert live_server.counts() == before
+
+
+def test_malformed_json_error_points_at_line_and_column(live_server):
+    parts = parts_of(tiny_run(0))
+    parts["run"][0] = ("run.json", b'{\n  "schema": "tewatch.run/1",\n  "profile": ci\n}')
+    with live_server.client() as client:
+        body = post_run(client, parts).json()
+    assert (body["file"], body["line"], body["column"]) == ("run", 3, 14)
+
+
+@pytest.mark.parametrize(
+    ("token", "word"), [(None, "missing token"), ("not-a-token", "unknown or revoked"), ("", "missing token")]
+)
+def test_upload_needs_a_valid_token(live_server, token, word):
+    before = live_server.counts()
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with httpx.Client(base_url=live_server.url, headers=headers) as client:
+        answer = client.post("/api/v1/runs", files=files_of(parts_of(tiny_run(0))))
+    assert answer.status_code == 401
+    assert word in answer.json()["detail"]
+    assert live_server.counts() == before
+
+
+def test_reads_stay_open_without_a_token(live_server):
+    with httpx.Client(base_url=live_server.url) as client:
+        assert client.get("/api/v1/runs").status_code == 200
+
+
+@pytest.fixture(scope="module")
+def small_limit_server(module_db_url, tmp_path_factory):
+    server = start_server(
+        module_db_url, tmp_path_factory.mktemp("small") / "serve.log", "--max-upload-mb", "0.05"
+    )
+    yield server
+    stop_server(server)
+
+
+def test_body_over_the_limit_is_refused_from_its_length(small_limit_server):
+    server = small_limit_server
+    parts = parts_of(tiny_run(0))
+    parts["asv_stderr"] = [("asv-stderr.log", b"x" * 200_000)]
+    before = server.counts()
+    with server.client() as client:
+        answer = post_run(client, parts)
+    assert answer.status_code == 413
+    assert "upload limit of 52428 bytes" in answer.json()["detail"]
+    assert server.counts() == before
+
+
+def test_streamed_body_over_the_limit_is_refused_while_reading(small_limit_server):
+    """No Content-Length (chunked): the limit applies to the bytes as they arrive."""
+    server = small_limit_server
+    request = httpx.Request("POST", "/", files=files_of(parts_of(tiny_run(0))))
+    body, content_type = request.read() + b"\r\n" * 40_000, request.headers["content-type"]
+
+    def chunks():
+        for start in range(0, len(body), 16_384):
+            yield body[start : start + 16_384]
+
+    before = server.counts()
+    with server.client() as client:
+        answer = client.post("/api/v1/runs", content=chunks(), headers={"content-type": content_type})
+    assert answer.status_code == 413
+    assert server.counts() == before

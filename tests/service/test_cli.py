@@ -1,0 +1,65 @@
+"""The `tewatch` commands of the service, run as processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tewatch.store.database import make_engine
+from tewatch.store.tokens import token_is_valid
+
+from tests.service.uploads import TINY
+
+CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
+
+
+def tewatch(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_token_create_prints_a_working_token_last_and_stores_only_its_hash(db_url):
+    done = tewatch("token", "create", "--name", "gpu-runner", "--db", db_url)
+    assert done.returncode == 0, done.stderr
+    token = done.stdout.strip().splitlines()[-1]
+    engine = make_engine(db_url)
+    with engine.connect() as conn:
+        assert token_is_valid(conn, token)
+        assert not token_is_valid(conn, token + "x")
+        stored = conn.exec_driver_sql("SELECT token_hash FROM api_tokens").scalars().all()
+    engine.dispose()
+    assert token not in stored and len(stored[0]) == 64
+
+
+def test_upload_prints_one_line_per_run_and_fails_clearly(live_server):
+    done = tewatch(
+        "upload", str(TINY), "--url", live_server.url, "--token", live_server.token, "--branch", "cli"
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 2 and all(" created: " in line for line in lines)
+    again = tewatch(
+        "upload", str(TINY), "--url", live_server.url, "--token", live_server.token, "--branch", "cli"
+    )
+    assert all(" already stored: " in line for line in again.stdout.strip().splitlines())
+    bad = tewatch("upload", str(TINY), "--url", live_server.url, "--token", "wrong")
+    assert bad.returncode == 1 and "HTTP 401" in bad.stderr
+    half_pr = tewatch(
+        "upload", str(TINY), "--url", live_server.url, "--token", live_server.token, "--pr", "7"
+    )
+    assert half_pr.returncode == 1 and "--pr and --base go together" in half_pr.stderr
+
+
+def test_upload_of_a_folder_without_results_fails(tmp_path):
+    done = tewatch("upload", str(tmp_path), "--url", "http://127.0.0.1:9", "--token", "t")
+    assert done.returncode == 1 and "no asv results files" in done.stderr
+
+
+def test_db_upgrade_current_and_reparse(live_server):
+    done = tewatch("db", "current", "--db", live_server.db_url)
+    assert done.returncode == 0 and "current: 0" in done.stdout
+    tewatch(
+        "upload", str(TINY), "--url", live_server.url, "--token", live_server.token, "--branch", "reparse"
+    )
+    reparse = tewatch("db", "reparse", "--db", live_server.db_url)
+    assert reparse.returncode == 0, reparse.stderr
+    assert "14 results, 8 verdicts" in reparse.stdout

@@ -1,0 +1,39 @@
+"""Build upload bodies from fixture runs, and variants of them with one thing broken."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tewatch.ingest.discover import RunFiles, find_runs
+
+from tests.conftest import fixture_results_dirs
+
+TINY = Path(__file__).resolve().parent.parent / "fixtures" / "asv-tiny" / "results"
+
+
+def all_fixture_runs() -> list[RunFiles]:
+    return [run for results_dir in fixture_results_dirs() for run in find_runs(results_dir)]
+
+
+def tiny_run(index: int = 0) -> RunFiles:
+    return find_runs(TINY)[index]
+
+
+def parts_of(run: RunFiles) -> dict[str, list[tuple[str, bytes]]]:
+    """part name -> [(file name, content)], editable before sending."""
+    parts: dict[str, list[tuple[str, bytes]]] = {}
+    for part, path in run.parts():
+        parts.setdefault(part, []).append((path.name, path.read_bytes()))
+    return parts
+
+
+def files_of(parts: dict[str, list[tuple[str, bytes]]]) -> list[tuple[str, tuple[str, bytes, str]]]:
+    return [
+        (part, (name, content, "application/octet-stream"))
+        for part, entries in parts.items()
+        for name, content in entries
+    ]
+
+
+def post_run(client, parts: dict[str, list[tuple[str, bytes]]], **fields: str):
+    return client.post("/api/v1/runs", files=files_of(parts), data=fields)
