@@ -58,7 +58,12 @@ def escape_cell(text: str) -> str:
 
 
 def code(text: str) -> str:
-    return f"`{escape_cell(text)}`"
+    """A code span in a table cell: literal text, so only the pipe (GFM tables) and backticks matter."""
+    return "`" + " ".join(str(text).split()).replace("`", "'").replace("|", "\\|") + "`"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def format_value(value: float, unit: str) -> str:
@@ -96,9 +101,9 @@ def render_pr_report(report: PrReport) -> str:
     counts = report.counts
     summary = " · ".join(
         [
-            f"{len(report.correctness)} correctness failure{'s' if len(report.correctness) != 1 else ''}",
-            f"{counts.get('regression', 0)} regressions",
-            f"{counts.get('improvement', 0)} improvements",
+            plural(len(report.correctness), "correctness failure"),
+            plural(counts.get("regression", 0), "regression"),
+            plural(counts.get("improvement", 0), "improvement"),
             f"{counts.get('unchanged', 0)} unchanged",
             f"{counts.get('inconclusive', 0)} inconclusive",
         ]

@@ -21,6 +21,8 @@ def delivery_policy(settings: Settings) -> DeliveryPolicy:
         backoff_seconds=settings.webhook_backoff_seconds,
         backoff_max_seconds=settings.webhook_backoff_max_seconds,
         poll_seconds=settings.webhook_poll_seconds,
+        # a claimed delivery whose worker died is retried once its lease ends: well after any live POST
+        lease_seconds=3 * settings.webhook_timeout_seconds + 1,
     )
 
 

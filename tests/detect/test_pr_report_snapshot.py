@@ -1,0 +1,51 @@
+"""The pr.report Markdown against snapshot files (set TEWATCH_UPDATE_SNAPSHOTS=1 to rewrite them)."""
+
+import os
+from pathlib import Path
+
+import pytest
+from tewatch.alerts.markdown import CorrectnessRow, PrReport, TimingRow, render_pr_report
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def report(**overrides) -> PrReport:
+    fields = {
+        "pr_number": 3626, "head_sha": "a" * 40, "base_sha": "b" * 40, "gpu_model": "NVIDIA B200",
+        "public_url": "https://tewatch.example/", "min_effect": 0.03, "alpha": 0.05, "detector_version": "tewatch-detect/1.0",
+        "counts": {"regression": 2, "improvement": 1, "unchanged": 40, "inconclusive": 3},
+        "correctness": [CorrectnessRow(
+            "linear.LinearFwdBwd(mode=default, rank=3, recipe=nvfp4)", "pass", "error",
+            "compiled_vs_eager: RuntimeError: shape '[2, 2, 1024]' is invalid for input | <script>alert(1)</script>",
+            7)],
+        "regressions": [
+            TimingRow("quantize.Quantize.time(recipe=nvfp4, rht=True, shape=8192x8192)", "seconds", 1.52e-4, 1.71e-4,
+                      0.125, 0.09, 0.16, 11),
+            TimingRow("gemm.Gemm.tflops(recipe=nvfp4, shape=8192x8192x5120)", "TFLOP/s", 1800.0, 1700.0,
+                      -0.0556, -0.08, -0.03, 12),
+        ],
+        "improvements": [TimingRow("rht.Rht.time(shape=8192x8192)", "seconds", 2.0e-3, 1.8e-3, -0.1, -0.12, -0.08, None)],
+    }
+    fields.update(overrides)
+    return PrReport(**fields)
+
+
+@pytest.mark.parametrize("name, overrides", [
+    ("pr_report_full", {}),
+    ("pr_report_quiet", {"correctness": [], "regressions": [], "improvements": [],
+                         "counts": {"unchanged": 44, "inconclusive": 2}}),
+])
+def test_pr_report_markdown_matches_its_snapshot(name, overrides):
+    rendered = render_pr_report(report(**overrides))
+    path = SNAPSHOTS / f"{name}.md"
+    if os.environ.get("TEWATCH_UPDATE_SNAPSHOTS"):
+        path.write_text(rendered)
+    assert rendered == path.read_text()
+
+
+def test_correctness_comes_before_timing_and_upload_text_is_escaped():
+    rendered = render_pr_report(report())
+    assert rendered.index("### Correctness") < rendered.index("### Largest regressions")
+    assert "<script>" not in rendered and "&lt;script&gt;" in rendered
+    assert "\\| &lt;script" in rendered  # a pipe cannot end the table cell
+    assert "https://tewatch.example/series/11" in rendered and "https://tewatch.example/pr/3626" in rendered
