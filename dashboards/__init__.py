@@ -1,1 +1,1 @@
-X=1
+"""The web dashboard: HTML pages over the store, served by the service's FastAPI app."""

@@ -30,8 +30,12 @@ from tewatch.store.models import (
 
 MATRIX_MODES = ("eager", "default", "reduce-overhead", "max-autotune")
 MATRIX_RANKS = (2, 3, 4)
-# Params that place a case in the matrix grid; whatever else a case has (shape, world size) splits rows.
-MATRIX_AXES = frozenset({"recipe", "rank", "mode", "backend"})
+# Checks shown beside the compile modes: per input rank (the fake-vs-real shape contract of quantized
+# tensors, which predicts the 3D/4D compile failures) and per recipe (CPU round trip, checkpoint parity).
+RANK_CHECK_OPS = ("shape_contract",)
+ROW_CHECK_OPS = ("cpu_round_trip", "checkpoint")
+# Params that place a case in the grid; whatever else a case has (a shape, say) splits rows.
+MATRIX_AXES = frozenset({"recipe", "rank", "mode", "backend", "quantizer", "variant", "world_size"})
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,7 @@ class CaseRow:
     mode: str | None
     rank: int | None
     world_size: int | None
+    labels: dict = field(default_factory=dict)
     verdict: VerdictView | None = None
     perf_signal: str | None = None
     perf_effect: float | None = None
@@ -244,7 +249,7 @@ def case_rows(session: Session, filters: Filters, extra: ColumnElement[bool] | N
         rows.append(CaseRow(
             case_id=c.id, case_name=c.case_name, params=c.params or {}, gpu_model=c.gpu_model,
             backend=c.backend, recipe=c.recipe, mode=c.mode, rank=c.rank, world_size=c.world_size,
-            verdict=verdicts.get(c.id), perf_signal=signal.kind if signal else None,
+            labels=c.labels or {}, verdict=verdicts.get(c.id), perf_signal=signal.kind if signal else None,
             perf_effect=signal.effect if signal else None, primary_series_id=sid, primary_unit=unit,
             latest_value=values.get(sid) if sid else None,
         ))
@@ -299,7 +304,8 @@ def perf_signals(session: Session, case_ids: list[int]) -> dict[int, detection.P
 @dataclass
 class MatrixCell:
     row: CaseRow
-    ratio: float | None  # compiled time / eager time, latest of each
+    ratio: float | None = None  # compiled time / eager time of the same recipe and rank, latest of each
+    variants: list[str] = field(default_factory=list)  # e.g. nvfp4, nvfp4-rht, nvfp4-2d in one contract cell
 
 
 @dataclass
@@ -307,40 +313,68 @@ class MatrixRow:
     backend: str | None
     recipe: str | None
     other: str  # the params outside the grid axes, e.g. "shape=4096x4096"
-    cells: dict[tuple[int, str], MatrixCell] = field(default_factory=dict)
+    cells: dict[tuple[int, str], MatrixCell] = field(default_factory=dict)  # (rank or 0, mode or op)
 
 
 @dataclass
 class Matrix:
-    case_name: str
     gpu_model: str
     world_size: int | None
+    case_names: list[str]
     rows: list[MatrixRow]
+    rank_checks: list[str]  # RANK_CHECK_OPS present in this grid
+    row_checks: list[str]  # ROW_CHECK_OPS present in this grid
+
+
+def matrix_column(mode: str | None, rank: int | None, labels: dict) -> tuple[int, str] | None:
+    """Where a case sits in the grid, or None when it does not belong there."""
+    op = str(labels.get("op", ""))
+    if mode in MATRIX_MODES and rank in MATRIX_RANKS:
+        return rank, mode
+    if mode is None and op in RANK_CHECK_OPS and rank in MATRIX_RANKS:
+        return rank, op
+    if mode is None and rank is None and op in ROW_CHECK_OPS:
+        return 0, op
+    return None
 
 
 def matrix(session: Session, filters: Filters) -> list[Matrix]:
-    rows = case_rows(session, filters, and_(Case.mode.is_not(None), Case.rank.is_not(None)))
-    grids: dict[tuple[str, str, int | None], dict[tuple, MatrixRow]] = defaultdict(dict)
-    for r in rows:
-        if r.mode not in MATRIX_MODES or r.rank not in MATRIX_RANKS:
-            continue
-        other = ", ".join(f"{k}={v}" for k, v in sorted(r.params.items()) if k not in MATRIX_AXES | {"world_size"})
-        key = (r.backend or "", r.recipe or "", other)
-        grid = grids[(r.case_name, r.gpu_model, r.world_size)]
-        mrow = grid.setdefault(key, MatrixRow(r.backend, r.recipe, other))
-        previous = mrow.cells.get((r.rank, r.mode))
-        if previous is None or r.severity < previous.row.severity:
-            mrow.cells[(r.rank, r.mode)] = MatrixCell(r, None)
-    for grid in grids.values():
+    placed = {
+        case_id: column
+        for case_id, mode, rank, labels in session.execute(
+            select(Case.id, Case.mode, Case.rank, Case.labels).where(*filters.case_clauses())
+        )
+        if (column := matrix_column(mode, rank, labels or {})) is not None
+    }
+    grids: dict[tuple[str, int | None], dict[tuple, MatrixRow]] = defaultdict(dict)
+    names: dict[tuple[str, int | None], set[str]] = defaultdict(set)
+    for r in case_rows(session, filters, Case.id.in_(placed)) if placed else []:
+        column = placed[r.case_id]
+        other = ", ".join(f"{k}={v}" for k, v in sorted(r.params.items()) if k not in MATRIX_AXES)
+        grid_key = (r.gpu_model, r.world_size)
+        names[grid_key].add(r.case_name)
+        mrow = grids[grid_key].setdefault((r.backend or "", r.recipe or "", other), MatrixRow(r.backend, r.recipe, other))
+        cell = mrow.cells.get(column)
+        variant = str(r.labels.get("variant") or r.params.get("quantizer") or "")
+        if cell is None or r.severity < cell.row.severity:
+            mrow.cells[column] = MatrixCell(r, variants=cell.variants if cell else [])
+        if variant:
+            mrow.cells[column].variants.append(variant)
+    out = []
+    for (gpu, ws), grid in sorted(grids.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
+        columns = {c for mrow in grid.values() for c in mrow.cells}
         for mrow in grid.values():
             for (rank, mode), cell in mrow.cells.items():
                 eager = mrow.cells.get((rank, "eager"))
-                if mode != "eager" and eager and eager.row.latest_value and cell.row.latest_value is not None:
+                if mode in MATRIX_MODES[1:] and eager and eager.row.latest_value and cell.row.latest_value is not None:
                     cell.ratio = cell.row.latest_value / eager.row.latest_value
-    return [
-        Matrix(case_name, gpu, ws, sorted(grid.values(), key=lambda m: (m.backend or "", m.recipe or "", m.other)))
-        for (case_name, gpu, ws), grid in sorted(grids.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))
-    ]
+        out.append(Matrix(
+            gpu_model=gpu, world_size=ws, case_names=sorted(names[(gpu, ws)]),
+            rows=sorted(grid.values(), key=lambda m: (m.backend or "", m.recipe or "", m.other)),
+            rank_checks=[op for op in RANK_CHECK_OPS if any(c[1] == op for c in columns)],
+            row_checks=[op for op in ROW_CHECK_OPS if (0, op) in columns],
+        ))
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ case

@@ -14,9 +14,11 @@ from tewatch.dashboards.security import SecureHeadersRoute
 
 router = APIRouter(route_class=SecureHeadersRoute)
 
+MODE_LABELS = {"reduce-overhead": "reduce-ovh.", "max-autotune": "max-autot."}
+CHECK_LABELS = {"shape_contract": "contract", "cpu_round_trip": "CPU round trip", "checkpoint": "checkpoint"}
 STATUS_LABELS = {
-    "pass": "pass", "fail_accuracy": "fail accuracy", "error": "error", "unsupported": "unsupported",
-    "timeout": "timeout", "oom": "oom", None: "no verdict",
+    "pass": "pass", "fail_accuracy": "fail acc.", "error": "error", "unsupported": "unsupp.",
+    "timeout": "timeout", "oom": "oom", None: "—",
 }
 
 
@@ -31,4 +33,5 @@ def matrix(request: Request, session: Annotated[Session, Depends(get_session)], 
         request, "matrix.html", nav="matrix", title="Compile vs eager", matrices=queries.matrix(session, filters),
         filters=filters, options=queries.filter_options(session), show_world_size=True,
         modes=queries.MATRIX_MODES, ranks=queries.MATRIX_RANKS, labels=STATUS_LABELS,
+        mode_labels=MODE_LABELS, check_labels=CHECK_LABELS, main_class="wide",
     )
