@@ -3,6 +3,11 @@
 A code is ``sign << 3 | magnitude_index``, where ``magnitude_index`` indexes ``E2M1_VALUES``.
 Packed bytes hold element ``2i`` in the low nibble and element ``2i + 1`` in the high nibble, the layout
 of Transformer Engine's NVFP4 data.
+
+The grid has three binades of two codes each (plus zero and 0.5): step 0.5 below 2, step 1 in [2, 4),
+step 2 in [4, 6]. In binade ``b`` the magnitude code is ``|x| / step + 2b``, so rounding is one float
+``round`` (half to even, which is also the even code). Everything stays in float32 arithmetic, which
+is fast on CPU and GPU alike.
 """
 
 from __future__ import annotations
@@ -17,67 +22,59 @@ E2M1_VALUES = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=torch
 
 _CODE_VALUES = torch.cat([E2M1_VALUES, -E2M1_VALUES])  # codes 8..15 are the negatives, 8 is -0.0
 
-# Round-to-nearest, ties to even code, expressed as bucket boundaries over |x|: a value equal to a
-# boundary falls in the lower bucket (torch.bucketize, right=False). The ties that must go up
-# (0.75 -> 1.0, 1.75 -> 2.0, 3.5 -> 4.0) use the float32 just below the midpoint instead.
-_RN_BOUNDARIES = torch.tensor(
-    [
-        0.25,
-        torch.nextafter(torch.tensor(0.75), torch.tensor(0.0)).item(),
-        1.25,
-        torch.nextafter(torch.tensor(1.75), torch.tensor(0.0)).item(),
-        2.5,
-        torch.nextafter(torch.tensor(3.5), torch.tensor(0.0)).item(),
-        5.0,
-    ],
-    dtype=torch.float32,
-)
-
-_TABLES = {"values": E2M1_VALUES, "code_values": _CODE_VALUES, "rn_boundaries": _RN_BOUNDARIES}
-
 
 @functools.cache
-def _table(name: str, device: torch.device) -> torch.Tensor:
-    """A constant table on ``device``, copied there once rather than on every call."""
-    return _TABLES[name].to(device)
+def _code_values(device: torch.device) -> torch.Tensor:
+    """The 16 code values on ``device``, copied there once rather than on every call."""
+    return _CODE_VALUES.to(device)
+
+
+def _check_float32(x: torch.Tensor) -> None:
+    if x.dtype != torch.float32:
+        raise TypeError(f"E2M1 rounding expects float32 input, got {x.dtype}")
+
+
+def _grid_position(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For float32 ``x``: (``|x| / step``, ``2b`` for the binade b, 1.0 where the code takes the sign
+    bit). Magnitudes saturate at 6; NaN and -0.0 are treated as +0, as in TE's reference cast."""
+    x = torch.nan_to_num(x, nan=0.0)
+    magnitude = x.abs().clamp_(max=E2M1_MAX)
+    in_binade_1_or_2 = torch.floor(magnitude * 0.5).clamp_(0.0, 1.0)  # |x| >= 2
+    in_binade_2 = torch.floor(magnitude * 0.25).clamp_(0.0, 1.0)  # |x| >= 4
+    inverse_step = 2.0 - in_binade_1_or_2 - 0.5 * in_binade_2  # 2, 1 or 0.5 (exact powers of two)
+    code_offset = 2.0 * (in_binade_1_or_2 + in_binade_2)
+    negative = torch.ceil(-x).clamp_(0.0, 1.0)  # 1 for x < 0, 0 for x >= 0 and for -0.0
+    return magnitude * inverse_step, code_offset, negative
+
+
+def _to_codes(magnitude_code: torch.Tensor, negative: torch.Tensor) -> torch.Tensor:
+    return (magnitude_code + 8.0 * negative).to(torch.int32).to(torch.uint8)
 
 
 def round_to_e2m1_codes(x: torch.Tensor) -> torch.Tensor:
-    """Codes of float32 values already clipped to [-6, 6], rounded to nearest with ties to even.
+    """Codes of float32 values, rounded to nearest with ties to even, saturating at +-6.
 
     Semantics follow Transformer Engine's reference cast: a negative value that rounds to zero keeps
     its sign (code 8, -0.0); -0.0 itself and NaN become code 0.
     """
-    if x.dtype != torch.float32:
-        raise TypeError(f"E2M1 rounding expects float32 input, got {x.dtype}")
-    boundaries = _table("rn_boundaries", x.device)
-    magnitude = torch.bucketize(x.abs(), boundaries, right=False, out_int32=True).to(torch.uint8)
-    magnitude.masked_fill_(x.isnan(), 0)
-    return _with_sign(magnitude, x)
+    _check_float32(x)
+    in_steps, code_offset, negative = _grid_position(x)
+    return _to_codes(torch.round(in_steps) + code_offset, negative)
 
 
 def stochastic_round_to_e2m1_codes(x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Codes of float32 values in [-6, 6], rounded up in magnitude with probability equal to the
+    """Codes of float32 values (saturating at +-6), rounded up in magnitude with probability equal to the
     distance from the lower grid value divided by the grid step (unbiased); values on the grid stay.
 
     Uniform draws come from ``generator`` (or the default generator of ``x``'s device).
     """
-    if x.dtype != torch.float32:
-        raise TypeError(f"E2M1 rounding expects float32 input, got {x.dtype}")
-    grid = _table("values", x.device)
-    magnitude = torch.nan_to_num(x.abs(), nan=0.0)
-    lower = torch.bucketize(magnitude, grid[1:], right=True, out_int32=True)  # index of grid <= |x|
-    upper = (lower + 1).clamp_(max=grid.numel() - 1)
-    lower_value = grid[lower]
-    step = grid[upper] - lower_value
-    p_up = torch.where(step > 0, (magnitude - lower_value) / step, 0.0)
+    _check_float32(x)
+    in_steps, code_offset, negative = _grid_position(x)
+    lower = torch.floor(in_steps)
     draws = torch.rand(x.shape, generator=generator, device=x.device, dtype=torch.float32)
-    magnitude_code = (lower + (draws < p_up)).to(torch.uint8)
-    return _with_sign(magnitude_code, x)
-
-
-def _with_sign(magnitude_code: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    return magnitude_code | ((x < 0).to(torch.uint8) << 3)
+    # the sign of (fraction - draw) is exact, so this is 1 with probability `fraction`, never on the grid
+    round_up = torch.ceil((in_steps - lower) - draws).clamp_(min=0.0)
+    return _to_codes(lower + round_up + code_offset, negative)
 
 
 def pack_e2m1_codes(codes: torch.Tensor) -> torch.Tensor:
@@ -98,4 +95,5 @@ def unpack_e2m1_codes(data: torch.Tensor) -> torch.Tensor:
 
 def e2m1_codes_to_float(codes: torch.Tensor) -> torch.Tensor:
     """float32 value of each code (code 8 is -0.0)."""
-    return _table("code_values", codes.device)[codes.long()]
+    flat = torch.index_select(_code_values(codes.device), 0, codes.reshape(-1).to(torch.int32))
+    return flat.view(codes.shape)

@@ -98,3 +98,9 @@ def test_stochastic_rounding_picks_a_neighbour_with_probability_set_by_distance(
     share_up = (decoded == upper).double().mean().item()
     tolerance = 5 * (p_up * (1 - p_up) / draws) ** 0.5
     assert abs(share_up - p_up) < tolerance
+
+
+def test_rounding_saturates_beyond_6() -> None:
+    values = torch.tensor([7.0, -100.0, float("inf"), float("-inf")])
+    assert round_to_e2m1_codes(values).tolist() == [7, 15, 7, 15]
+    assert stochastic_round_to_e2m1_codes(values).tolist() == [7, 15, 7, 15]
