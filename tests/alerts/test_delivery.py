@@ -1,0 +1,127 @@
+"""Signed deliveries to a real receiver on loopback: signature, retries until it recovers, exactly once."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+from tewatch.alerts.delivery import DeliveryPolicy, OutboxWorker
+from tewatch.alerts.events import EventType, emit
+from tewatch.alerts.signing import sign, verify
+from tewatch.alerts.subscriptions import SubscriptionError, add_subscription
+from tewatch.store.alert_models import DeliveryStatus, WebhookAttempt, WebhookDelivery
+from tewatch.store.database import make_engine
+
+from tests.alerts.receiver import Receiver
+from tests.conftest import free_port
+
+SECRET = "s3cret-for-the-receiver"
+FAST = DeliveryPolicy(timeout_seconds=2, max_attempts=8, backoff_seconds=0.05, backoff_max_seconds=0.2,
+                      lease_seconds=5, poll_seconds=0.05)
+
+
+@pytest.fixture
+def engine(db_url):
+    engine = make_engine(db_url)
+    yield engine
+    engine.dispose()
+
+
+def subscribe_and_emit(engine, url: str, events: int) -> list[str]:
+    with Session(engine) as session, session.begin():
+        add_subscription(session, url, SECRET, ["regression.detected", "correctness.failed"])
+        ids = [emit(session, EventType.regression_detected, {"n": n, "series": "gemm.Gemm.time"}).id
+               for n in range(events)]
+        emit(session, EventType.pr_report, {"markdown": "not subscribed"})
+    return ids
+
+
+def drain(worker: OutboxWorker, until: float) -> None:
+    while time.monotonic() < until:
+        worker.run_once()
+        with worker.sessions() as session:
+            pending = session.scalar(select(func.count()).select_from(WebhookDelivery)
+                                     .where(WebhookDelivery.status == DeliveryStatus.pending))
+        if not pending:
+            return
+        time.sleep(0.05)
+
+
+def test_signature_verifies_and_headers_name_the_event_and_delivery(engine):
+    with Receiver(SECRET) as receiver:
+        [event_id] = subscribe_and_emit(engine, receiver.url, 1)
+        worker = OutboxWorker(engine, FAST)
+        assert worker.run_once() == (1, 0)
+        worker.client.close()
+    [got] = receiver.received
+    assert got.signature_ok and got.event_type == "regression.detected" and got.event_id == event_id
+    assert not verify("another-secret-entirely", got.body, sign(SECRET, got.body))
+    assert json.loads(got.body)["data"]["series"] == "gemm.Gemm.time"
+
+
+def test_receiver_down_then_failing_then_recovered_gets_every_event_exactly_once(engine):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/hook"
+    event_ids = subscribe_and_emit(engine, url, 5)
+    worker = OutboxWorker(engine, FAST)
+    assert worker.run_once() == (0, 5)  # connection refused: nobody listens yet
+    with Receiver(SECRET, port=port, fail_first=3) as receiver:  # then 503 three times
+        drain(worker, time.monotonic() + 30)
+    worker.client.close()
+    accepted = receiver.accepted()
+    assert sorted(r.event_id for r in accepted) == sorted(event_ids)
+    assert max(Counter(r.delivery_id for r in accepted).values()) == 1
+    assert all(r.signature_ok for r in receiver.received)
+    with Session(engine) as session:
+        statuses = session.scalars(select(WebhookDelivery.status)).all()
+        attempts = session.scalar(select(func.count()).select_from(WebhookAttempt))
+        refused = session.scalars(select(WebhookAttempt.error).where(WebhookAttempt.attempt == 1)).all()
+    assert statuses == [DeliveryStatus.delivered] * 5
+    assert attempts == 5 + 3 + 5  # refused, three 503s, then one success each
+    assert all("Connect" in (error or "") for error in refused)
+
+
+def test_a_delivery_gives_up_after_its_last_attempt_and_keeps_its_log(engine):
+    with Receiver(SECRET, fail_first=100) as receiver:
+        subscribe_and_emit(engine, receiver.url, 1)
+        worker = OutboxWorker(engine, DeliveryPolicy(max_attempts=3, backoff_seconds=0.01, backoff_max_seconds=0.01))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(receiver.received) < 3:
+            worker.run_once()
+            time.sleep(0.02)
+        worker.run_once()
+        worker.client.close()
+    assert len(receiver.received) == 3
+    with Session(engine) as session:
+        [delivery] = session.scalars(select(WebhookDelivery)).all()
+    assert delivery.status == DeliveryStatus.failed and delivery.attempts == 3 and delivery.last_status_code == 503
+
+
+def test_two_workers_never_send_one_delivery_twice(engine):
+    with Receiver(SECRET, delay=0.05) as receiver:
+        subscribe_and_emit(engine, receiver.url, 20)
+        first, second = OutboxWorker(engine, FAST), OutboxWorker(engine, FAST)
+        first.start()
+        second.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(receiver.accepted()) < 20:
+            time.sleep(0.05)
+        first.stop()
+        second.stop()
+    assert len(receiver.accepted()) == 20
+    assert max(Counter(r.delivery_id for r in receiver.accepted()).values()) == 1
+
+
+def test_bad_subscriptions_are_refused_with_a_reason(engine):
+    with Session(engine) as session:
+        for url, secret, types, reason in [
+            ("ftp://example.org/x", SECRET, ["pr.report"], "http"),
+            ("http://127.0.0.1/x", "short", ["pr.report"], "16 characters"),
+            ("http://127.0.0.1/x", SECRET, ["pr.opened"], "pr.opened"),
+        ]:
+            with pytest.raises(SubscriptionError, match=reason):
+                add_subscription(session, url, secret, types)
