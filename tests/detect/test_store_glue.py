@@ -1,0 +1,112 @@
+"""Detection against a real store (SQLite and PostgreSQL): change points, correctness, pull requests."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from tewatch.alerts.subscriptions import add_subscription
+from tewatch.detect.store_glue import detect_after_upload, detect_branch
+from tewatch.store.alert_models import (
+    Alert,
+    AlertKind,
+    AlertStatus,
+    Detection,
+    PrComparison,
+    WebhookDelivery,
+    WebhookEvent,
+)
+from tewatch.store.database import make_engine
+from tewatch.store.models import VerdictStatus
+
+from tests.detect.store_history import StoreHistory
+
+URL = "https://tewatch.example"
+
+
+@pytest.fixture
+def engine(db_url):
+    engine = make_engine(db_url)
+    with Session(engine) as session, session.begin():
+        add_subscription(session, "http://127.0.0.1:9/hook", "a-secret-of-enough-length",
+                         ["regression.detected", "correctness.failed", "pr.report"])
+    yield engine
+    engine.dispose()
+
+
+def events(engine, event_type: str) -> list[dict]:
+    with Session(engine) as session:
+        bodies = session.scalars(select(WebhookEvent.body).where(WebhookEvent.type == event_type)).all()
+    return [json.loads(b)["data"] for b in bodies]
+
+
+def test_a_step_on_main_becomes_one_detection_one_alert_and_one_event(engine):
+    with Session(engine) as session, session.begin():
+        history = StoreHistory(session)
+        for i in range(60):
+            history.add_run(f"{i:040x}", 1e-3 * (1.10 if i >= 40 else 1.0), VerdictStatus.passed)
+    summary = detect_branch(engine, "main", URL)
+    assert (summary.change_points, summary.new_regressions, summary.events) == (1, 1, 1)
+    assert detect_branch(engine, "main", URL).change_points == 0  # idempotent
+    with Session(engine) as session:
+        [detection] = session.scalars(select(Detection)).all()
+        [alert] = session.scalars(select(Alert)).all()
+        deliveries = session.scalars(select(WebhookDelivery)).all()
+    assert detection.direction == "regression" and detection.effect == pytest.approx(0.10, abs=0.02)
+    assert detection.lower_limit < detection.baseline < detection.upper_limit < detection.level_after
+    assert detection.detector_version and not detection.environment_shift
+    assert alert.kind == AlertKind.regression and alert.status == AlertStatus.open and alert.series_id
+    [payload] = events(engine, "regression.detected")
+    assert payload["commit"] == f"{40:040x}" and payload["links"]["series"].startswith(URL + "/series/")
+    assert len(deliveries) == 1
+
+
+def test_a_shift_at_a_driver_upgrade_is_labelled_an_environment_shift(engine):
+    with Session(engine) as session, session.begin():
+        history = StoreHistory(session)
+        for i in range(60):
+            history.add_run(f"{i:040x}", 1e-3 * (0.9 if i >= 30 else 1.0), VerdictStatus.passed,
+                            driver="590.2" if i >= 30 else "580.1")
+    detect_branch(engine, "main", URL)
+    with Session(engine) as session:
+        [detection] = session.scalars(select(Detection)).all()
+    assert detection.direction == "improvement" and detection.environment_shift
+    assert detection.environment_changes == {"driver": ["580.1", "590.2"]}
+
+
+def test_correctness_alert_when_a_case_leaves_pass_and_resolution_when_it_returns(engine):
+    with Session(engine) as session, session.begin():
+        history = StoreHistory(session)
+        ids = [history.add_run(f"{i:040x}", 1e-3, status).id for i, status in enumerate(
+            [VerdictStatus.passed] * 3 + [VerdictStatus.error] * 2 + [VerdictStatus.passed])]
+    assert detect_after_upload(engine, ids[3], URL).correctness_alerts == 1
+    assert detect_after_upload(engine, ids[4], URL).correctness_alerts == 0  # still failing: same alert
+    assert detect_after_upload(engine, ids[5], URL).resolved_alerts == 1
+    with Session(engine) as session:
+        [alert] = session.scalars(select(Alert)).all()
+        assert alert.kind == AlertKind.correctness and alert.status == AlertStatus.resolved
+        assert [c.to_status for c in alert.status_changes] == ["open", "resolved"]
+    [payload] = events(engine, "correctness.failed")
+    assert payload["previous"] == "pass" and payload["status"] == "error"
+
+
+def test_pull_request_against_merge_base_on_samples(engine):
+    with Session(engine) as session, session.begin():
+        history = StoreHistory(session)
+        for i in range(30):
+            history.add_run(f"{i:040x}", 1e-3, VerdictStatus.passed)
+        head_id = history.add_run("f" * 40, 1.2e-3, VerdictStatus.error, pr_number=3626, merge_base=f"{29:040x}").id
+    summary = detect_after_upload(engine, head_id, URL)
+    assert summary.comparisons == {"regression": 1} and summary.correctness_alerts == 1
+    with Session(engine) as session:
+        [comparison] = session.scalars(select(PrComparison)).all()
+        kinds = sorted(a.kind.value for a in session.scalars(select(Alert)))
+    assert comparison.verdict == "regression" and comparison.ci_low < comparison.effect < comparison.ci_high
+    assert comparison.effect == pytest.approx(0.2, abs=0.03) and comparison.n_base == 30
+    assert kinds == ["correctness", "regression"]
+    [report] = events(engine, "pr.report")
+    markdown = report["markdown"]
+    assert markdown.index("### Correctness") < markdown.index("### Largest regressions")
+    assert "gemm.Gemm.time(recipe=nvfp4)" in markdown and f"{URL}/pr/3626" in markdown
