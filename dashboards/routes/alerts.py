@@ -18,8 +18,8 @@ from tewatch.dashboards.security import SecureHeadersRoute
 from tewatch.store.alert_models import AlertKind
 
 router = APIRouter(route_class=SecureHeadersRoute)
-# Where the buttons post; `{id}` and `{action}` (acknowledge | dismiss) are filled in by tewatch.js.
-ALERT_ACTION_URL = "/api/v1/alerts/{id}/{action}"
+# Where the buttons post {"status": "acknowledged" | "dismissed"}; tewatch.js fills in `{id}`.
+ALERT_ACTION_URL = "/api/v1/alerts/{id}/status"
 
 
 @router.get("/alerts", response_class=HTMLResponse)

@@ -238,6 +238,7 @@
     window.addEventListener("resize", () => plot.setSize({ width: el.clientWidth, height: 380 }));
     el.dataset.ready = "1";
     el.dataset.points = String(d.aggregated ? d.buckets.length : d.points.length);
+    el.dataset.samples = String(d.aggregated ? 0 : d.points.reduce((n, p) => n + p.samples.length, 0));
   }
 
   fetch(el.dataset.src, { headers: { Accept: "application/json" } })

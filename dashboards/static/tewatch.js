@@ -38,13 +38,14 @@
     const id = row.dataset.alertId, action = button.dataset.action;
     const token = input.value.trim();
     if (!token) { say(false, "Paste an API token first (tewatch token create)."); input.focus(); return; }
-    const url = table.dataset.actionUrl.replace("{id}", encodeURIComponent(id)).replace("{action}", action);
+    const url = table.dataset.actionUrl.replace("{id}", encodeURIComponent(id));
+    const wanted = action === "acknowledge" ? "acknowledged" : "dismissed";
     button.disabled = true;
     try {
       const response = await fetch(url, {
         method: "POST",
         headers: { "Authorization": "Bearer " + token, "Content-Type": "application/json", "Accept": "application/json" },
-        body: JSON.stringify({ actor: "dashboard" }),
+        body: JSON.stringify({ status: wanted, actor: "dashboard" }),
       });
       let body = null;
       try { body = await response.json(); } catch (e) { body = null; }
@@ -54,7 +55,7 @@
         button.disabled = false;
         return;
       }
-      const status = (body && body.status) || (action === "acknowledge" ? "acknowledged" : "dismissed");
+      const status = (body && body.status) || wanted;
       const badge = row.querySelector("[data-role=status]");
       badge.textContent = status;
       badge.className = "badge " + (status === "acknowledged" ? "st-regression" : "st-neutral");

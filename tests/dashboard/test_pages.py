@@ -1,0 +1,277 @@
+"""The dashboard in Chromium against a real service loaded through the upload API with real fixture runs."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+import pytest
+
+from tests.dashboard.conftest import H200_FIXTURES, MARKUP, PR_NUMBER, screenshot
+from tests.dashboard.expectations import FAILURES, expected_matrix, h200_runs, latest_records
+
+SEVERITY_OF_STATUS = {"error": 0, "fail_accuracy": 0, "timeout": 0, "oom": 0, "pass": 3, "": 4, "unsupported": 5}
+
+
+def rows(page, table: str = "#cases") -> list[dict]:
+    return page.eval_on_selector_all(f"{table} tbody tr[data-case-id]", "els => els.map(e => ({...e.dataset}))")
+
+
+def open_page(page, site, path: str, name: str | None = None):
+    response = page.goto(site.url + path)
+    assert response is not None and response.status == 200, f"{path}: {response and response.status}"
+    assert "default-src 'self'" in response.headers.get("content-security-policy", ""), path
+    page.wait_for_load_state("networkidle")
+    if name:
+        screenshot(page, name)
+    return response
+
+
+def test_every_page_answers_with_security_headers(site):
+    with httpx.Client(base_url=site.url, timeout=30) as client:
+        case_id = client.get("/").text.split('data-case-id="', 1)[1].split('"', 1)[0]
+        paths = ["/", "/matrix", f"/case/{case_id}", "/runs", f"/runs/{site.pr_run_id}", "/machines", "/alerts",
+                 f"/pr/{PR_NUMBER}", "/case/999999", "/series/999999", "/static/tewatch.css"]
+        for path in paths:
+            answer = client.get(path)
+            assert answer.status_code == (404 if "999999" in path else 200), path
+            assert answer.headers["content-security-policy"].startswith("default-src 'self'"), path
+            assert answer.headers["x-content-type-options"] == "nosniff", path
+        assert client.get("/matrix", params={"world_size": "two"}).status_code == 400
+        assert client.get("/runs", params={"page": "-1"}).status_code == 400
+
+
+def test_overview_puts_failures_first_and_greys_unsupported(site, page):
+    open_page(page, site, "/", "overview")
+    listed = rows(page)
+    latest = latest_records(site.runs)
+    assert len(listed) >= len(latest)
+    order = [SEVERITY_OF_STATUS.get(r["status"], 4) if not r["perf"] else 1 for r in listed]
+    assert order == sorted(order), "cases are not ordered failures, regressions, improvements, passes, unsupported"
+    statuses = {r["status"] for r in listed}
+    assert statuses & FAILURES, "the fixtures hold failing cases; the overview shows none"
+    for row in page.query_selector_all("#cases tbody tr[data-status=unsupported]"):
+        assert "greyed" in row.get_attribute("class")
+        assert row.query_selector(".badge.st-unsupported") is not None
+    for row in page.query_selector_all("#cases tbody tr[data-status=error]"):
+        assert row.query_selector(".badge.st-fail") is not None
+    assert not page.problems, page.problems
+
+
+def test_filters_narrow_the_overview(site, page):
+    open_page(page, site, "/")
+    everything = rows(page)
+    for name, attribute in (("backend", "backend"), ("gpu", "gpu"), ("recipe", "recipe")):
+        values = page.eval_on_selector_all(f"select[name={name}] option", "os => os.map(o => o.value).filter(v => v)")
+        for value in values:
+            with page.expect_navigation():
+                page.select_option(f"select[name={name}]", value)
+            assert f"{name}=" in page.url
+            shown = rows(page)
+            assert shown, f"{name}={value} shows nothing"
+            assert all(r[attribute] == value for r in shown), f"{name}={value} lets other cases through"
+            expected = [r for r in everything if r[attribute] == value]
+            assert {r["caseId"] for r in shown} == {r["caseId"] for r in expected}
+            page.goto(site.url + "/")
+    failing = page.query_selector("#cases tbody tr[data-status=error] .exc")
+    assert failing is not None, "no failing case with an exception class in the fixtures"
+    needle = failing.inner_text().strip()
+    page.fill("input[name=q]", needle)
+    with page.expect_navigation():
+        page.press("input[name=q]", "Enter")
+    found = rows(page)
+    assert found and len(found) < len(everything)
+    for row in page.query_selector_all("#cases tbody tr[data-case-id]"):
+        assert needle.lower() in row.inner_text().lower()
+    screenshot(page, "overview-search")
+    assert not page.problems, page.problems
+
+
+def test_case_page_shows_the_error_and_its_series(site, page):
+    latest = latest_records(site.runs)
+    failing = [r for r in latest.values() if r.status == "error" and r.verdict.get("exception_class")]
+    assert failing, "the fixtures hold no error verdict"
+    record = failing[0]
+    open_page(page, site, "/?" + httpx.QueryParams({"q": record.verdict["exception_class"]}).__str__())
+    page.click("#cases tbody tr[data-status=error] a.case-link")
+    page.wait_for_load_state("networkidle")
+    assert re.search(r"/case/\d+$", page.url)
+    body = page.inner_text("main")
+    assert record.verdict["exception_class"] in body
+    screenshot(page, "case")
+    assert page.query_selector("pre.trace") is not None or page.query_selector(".message") is not None
+    assert not page.problems, page.problems
+
+
+def test_series_page_draws_every_sample_with_point_details(site, page):
+    open_page(page, site, "/")
+    links = page.eval_on_selector_all("#cases tbody tr[data-status=pass] td.num a", "as => as.map(a => a.href)")
+    chosen = None
+    for href in links:
+        data = page.request.get(href + "/points.json?last=all").json()
+        if any(p["samples"] for p in data["points"]):
+            chosen = (href, data)
+            break
+    assert chosen, "no passing case with a sampled timing series in the fixtures"
+    href, data = chosen
+    open_page(page, site, href.removeprefix(site.url))
+    page.wait_for_selector("#chart[data-ready='1']")
+    assert not data["aggregated"]
+    assert int(page.get_attribute("#chart", "data-points")) == len(data["points"])
+    assert int(page.get_attribute("#chart", "data-samples")) == sum(len(p["samples"]) for p in data["points"])
+    assert page.query_selector("#chart canvas") is not None
+    box = page.query_selector("#chart .u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
+    page.wait_for_function("document.querySelector('#point-info dl') !== null")
+    info = page.inner_text("#point-info")
+    assert "Commit" in info and "Run" in info and "GPU state" in info and "Verdict" in info
+    assert data["points"][-1]["sha"][:10] in info
+    screenshot(page, "series")
+    series_id = href.rsplit("/", 1)[1]
+    svg = page.request.get(f"{site.url}/series/{series_id}/plot.svg")
+    assert svg.status == 200 and svg.headers["content-type"].startswith("image/svg+xml")
+    assert "<svg" in svg.text()
+    assert not page.problems, page.problems
+
+
+def test_matrix_places_every_fixture_case(site, page):
+    open_page(page, site, "/matrix", "matrix")
+    expected = expected_matrix(site.runs)
+    for cell in expected.values():
+        column_attr = f"[data-mode='{cell.column}']" if cell.rank else f"[data-check='{cell.column}']"
+        if cell.rank and cell.column not in ("eager", "default", "reduce-overhead", "max-autotune"):
+            column_attr = f"[data-check='{cell.column}'][data-rank='{cell.rank}']"
+        elif cell.rank:
+            column_attr += f"[data-rank='{cell.rank}']"
+        selector = (f"section.matrix-block[data-gpu='{cell.gpu_model}'] td.cell{column_attr}"
+                    f"[data-recipe='{cell.recipe}'][data-backend='{cell.backend}']")
+        found = page.query_selector(selector)
+        assert found is not None, f"no matrix cell for {cell}"
+        assert found.get_attribute("data-status") == cell.status, cell
+        for exc in cell.exception_classes:
+            if cell.status in FAILURES:
+                assert exc in found.inner_text() or exc in (found.query_selector("a").get_attribute("title") or "")
+    assert not page.problems, page.problems
+
+
+@pytest.mark.skipif(not H200_FIXTURES.is_dir(), reason="tests/fixtures/h200 (real H200 results) not present yet")
+def test_matrix_shows_h200_contract_failures_and_cpu_round_trip_error(site, page):
+    runs = h200_runs(H200_FIXTURES)
+    latest = latest_records(runs)
+    contract = [r for r in latest.values() if r.labels.get("op") == "shape_contract" and r.status in FAILURES]
+    ranks = {r.labels.get("rank", r.params.get("rank")) for r in contract}
+    assert {3, 4} <= ranks, f"the H200 fixtures should fail the shape contract at 3D and 4D, got {ranks}"
+    round_trip = [r for r in latest.values() if r.labels.get("op") == "cpu_round_trip" and r.status == "error"]
+    assert round_trip, "the H200 fixtures should hold the CPU round-trip error"
+    gpu = contract[0].gpu_model
+    open_page(page, site, "/matrix?" + str(httpx.QueryParams({"gpu": gpu})), "matrix-h200")
+    section = f"section.matrix-block[data-gpu='{gpu}']"
+    for r in contract:
+        rank = r.labels.get("rank", r.params.get("rank"))
+        cell = page.query_selector(f"{section} td.cell[data-check='shape_contract'][data-rank='{rank}']"
+                                   f"[data-recipe='{r.labels['recipe']}']")
+        assert cell is not None and cell.get_attribute("data-status") in FAILURES
+    for r in round_trip:
+        cell = page.query_selector(f"{section} td.cell[data-check='cpu_round_trip'][data-recipe='{r.labels['recipe']}']"
+                                   f"[data-backend='{r.labels['backend']}']")
+        assert cell is not None and cell.get_attribute("data-status") == "error"
+        assert r.verdict["exception_class"] in cell.inner_text()
+        cell.click()
+        page.wait_for_load_state("networkidle")
+        assert r.verdict["exception_class"] in page.inner_text("main")
+        page.go_back()
+    assert not page.problems, page.problems
+
+
+def test_markup_from_uploads_renders_as_text(site, page):
+    open_page(page, site, "/?q=tewatchPwned", "markup")
+    text = page.inner_text("#cases")
+    assert MARKUP in text, "the benchmark name with markup is not shown as text"
+    if site.markup_message:
+        assert site.markup_message in text
+    assert page.evaluate("window.tewatchPwned") is None
+    scripts = page.eval_on_selector_all("script", "ss => ss.map(s => s.textContent + (s.src || ''))")
+    assert not [s for s in scripts if "tewatchPwned" in s]
+    page.click("#cases tbody tr a.case-link >> text=tewatchPwned")
+    page.wait_for_load_state("networkidle")
+    assert MARKUP.split("<", 1)[0] in page.inner_text("h1") or "tewatchPwned" in page.inner_text("h1")
+    assert MARKUP in page.inner_text("main")
+    series_link = page.query_selector("main table.data a[href^='/series/']")
+    if series_link:
+        series_link.click()
+        page.wait_for_selector("#chart[data-ready='1']")
+        assert MARKUP in page.inner_text("h1")
+        svg = page.request.get(page.url.split("?")[0] + "/plot.svg").text()
+        assert "<script" not in svg
+    assert page.evaluate("window.tewatchPwned") is None
+    assert not page.problems, page.problems
+
+
+def test_pull_request_page_lists_its_runs_and_sorts_by_effect(site, page):
+    open_page(page, site, f"/pr/{PR_NUMBER}", "pull-request")
+    assert str(PR_NUMBER) in page.inner_text("h1")
+    assert page.query_selector(f"#pr-runs a[href='/runs/{site.pr_run_id}']") is not None
+    verdict_rows = page.query_selector_all("#pr-verdicts tbody tr")
+    if verdict_rows:
+        with page.expect_navigation():
+            page.click("#pr-verdicts th a:has-text('Effect')")
+        assert "sort=effect" in page.url
+        effects = [abs(float(e)) for e in page.eval_on_selector_all(
+            "#pr-verdicts tbody tr", "rs => rs.map(r => r.dataset.effect).filter(e => e !== '')")]
+        assert effects == sorted(effects, reverse=True)
+    assert page.goto(f"{site.url}/pr/{PR_NUMBER + 1}").status == 404
+    assert not [p for p in page.problems if "404" not in p], page.problems
+
+
+def test_alert_actions_need_a_token(site, page):
+    open_page(page, site, "/alerts")
+    live = page.query_selector_all("#live-alerts tbody tr[data-alert-id]")
+    assert live, "the fixtures' failing verdicts raised no alert"
+    first = live[0]
+    alert_id = first.get_attribute("data-alert-id")
+    first.query_selector("button[data-action=acknowledge]").click()
+    assert "token" in page.inner_text("#alert-flash").lower()
+    page.fill("#api-token", "not-a-token")
+    first.query_selector("button[data-action=acknowledge]").click()
+    page.wait_for_selector("#alert-flash.err >> text=401")
+    page.fill("#api-token", site.server.token)
+    first.query_selector("button[data-action=acknowledge]").click()
+    page.wait_for_selector("#alert-flash.ok")
+    assert first.query_selector("[data-role=status]").inner_text() == "acknowledged"
+    if len(live) > 1:
+        second_id = live[1].get_attribute("data-alert-id")
+        live[1].query_selector("button[data-action=dismiss]").click()
+        page.wait_for_selector(f"#alert-flash.ok >> text=Alert {second_id} dismissed")
+    screenshot(page, "alerts-acted")
+    open_page(page, site, "/alerts", "alerts")
+    row = page.query_selector(f"#live-alerts tr[data-alert-id='{alert_id}'] [data-role=status]")
+    assert row is not None and row.inner_text() == "acknowledged"
+    if len(live) > 1:
+        assert page.query_selector(f"#live-alerts tr[data-alert-id='{second_id}']") is None
+        assert second_id in page.inner_text("#alert-history")
+    problems = [p for p in page.problems if "401" not in p]
+    assert not problems, problems
+
+
+def test_runs_and_machines_show_the_software_stack(site, page):
+    open_page(page, site, "/runs", "runs")
+    listed = page.query_selector_all("#runs tbody tr")
+    assert len(listed) == len(site.answers) + 2
+    run = site.runs[0]
+    stack = json.loads(run.run.read_text())["versions"] if run.run else {}
+    machine = json.loads(run.machine.read_text())
+    open_page(page, site, f"/runs/{site.answers[0]['run_id']}", "run")
+    body = page.inner_text("main")
+    for key in ("torch", "te"):
+        if stack.get(key):
+            assert stack[key] in body, key
+    if machine.get("gpu_model"):
+        assert machine["gpu_model"] in body
+    open_page(page, site, "/machines", "machines")
+    names = page.inner_text("#machines")
+    assert machine.get("machine", "") in names
+    for key in ("driver", "cuda"):
+        if machine.get(key):
+            assert machine[key] in names
+    assert not page.problems, page.problems
