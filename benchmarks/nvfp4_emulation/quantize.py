@@ -50,10 +50,16 @@ def _block_amax(x2d: torch.Tensor, block_2d: bool) -> torch.Tensor:
 
 
 def _quantize_rows(
-    x2d: torch.Tensor, block_2d: bool, stochastic_rounding: bool, generator: torch.Generator | None
+    x2d: torch.Tensor,
+    block_2d: bool,
+    stochastic_rounding: bool,
+    generator: torch.Generator | None,
+    global_amax: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     m, k = x2d.shape
-    global_amax = x2d.abs().amax().to(torch.float32).reshape(1)
+    if global_amax is None:
+        global_amax = x2d.abs().amax()
+    global_amax = global_amax.to(torch.float32).reshape(1)
     encode_scale = global_encode_scale(global_amax)
     decode_scales = block_decode_scales(_block_amax(x2d, block_2d), encode_scale)
     encode_per_block = block_encode_scales(decode_scales, encode_scale)
@@ -74,18 +80,20 @@ def quantize_nvfp4(
     generator: torch.Generator | None = None,
     rht: bool = False,
     rht_signs: Signs | None = None,
+    global_amax: torch.Tensor | None = None,
 ) -> NVFP4Emulated:
     """Quantize ``x`` (any rank, leading dims flattened) to NVFP4 along its last dimension.
 
     ``block_2d``: one scale per 16x16 tile (TE's weight quantization). ``stochastic_rounding``: unbiased
     random rounding with ``generator``. ``rht``: apply the RHT (``rht_signs``, default TE's) along the
-    last dimension first; the global amax is then that of the transformed values.
+    last dimension first; the global amax is then that of the transformed values. ``global_amax``: use
+    this amax instead of the tensor's own (TE's amax reduction over a tensor-parallel group).
     """
     _check_input(x, block_2d)
     if rht:
         x = apply_rht(x, rht_signs)
     x2d = x.contiguous().view(-1, x.shape[-1])
-    data, scales, global_amax = _quantize_rows(x2d, block_2d, stochastic_rounding, generator)
+    data, scales, global_amax = _quantize_rows(x2d, block_2d, stochastic_rounding, generator, global_amax)
     return NVFP4Emulated(
         data=data.view(*x.shape[:-1], x.shape[-1] // 2),
         scales=scales,
@@ -105,6 +113,7 @@ def quantize_nvfp4_columnwise(
     generator: torch.Generator | None = None,
     rht: bool = False,
     rht_signs: Signs | None = None,
+    global_amax: torch.Tensor | None = None,
 ) -> NVFP4Emulated:
     """The column-wise operand: ``x`` viewed as (M, K), transposed to (K, M), optionally RHT'd along M,
     then quantized along M. Data (K, M/2), scales (K, M/16), amax of the (transformed) transpose."""
@@ -120,6 +129,7 @@ def quantize_nvfp4_columnwise(
         generator=generator,
         rht=rht,
         rht_signs=rht_signs,
+        global_amax=global_amax,
     )
     return dataclasses.replace(q, columnwise=True)
 
