@@ -127,6 +127,13 @@ class CaseRow:
     rank: int | None
     world_size: int | None
     labels: dict = field(default_factory=dict)
+    # the latest verdict in brief (every case) and in full (only the cases a page shows; see fill_details)
+    verdict_id: int | None = None
+    verdict_status: str | None = None
+    verdict_check: str = ""
+    exception_class: str | None = None
+    message: str | None = None
+    reason: str | None = None
     verdict: VerdictView | None = None
     perf_signal: str | None = None
     perf_effect: float | None = None
@@ -140,7 +147,7 @@ class CaseRow:
 
     @property
     def status(self) -> str | None:
-        return self.verdict.status if self.verdict else None
+        return self.verdict_status
 
     @property
     def severity(self) -> Severity:
@@ -151,14 +158,14 @@ class CaseRow:
         return ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
 
     def matches(self, needle: str) -> bool:
-        haystack = [self.case_name, self.params_label, self.gpu_model, self.status or ""]
-        if self.verdict:
-            haystack += [self.verdict.exception_class or "", self.verdict.message or "", self.verdict.check]
+        haystack = [self.case_name, self.params_label, self.gpu_model, self.status or "", self.verdict_check,
+                    self.exception_class or "", self.message or ""]
         return needle in " ".join(haystack).lower()
 
 
-def _latest_verdict_ids(session: Session, case_ids: list[int], branch: str) -> dict[int, int]:
-    latest = (
+def _latest_verdict_id(branch: str):
+    """The id of a case's newest verdict under the branch filter, as a subquery correlated to Case."""
+    return (
         select(Verdict.id)
         .join(Run, Run.id == Verdict.run_id)
         .where(Verdict.case_id == Case.id, branch_clause(branch))
@@ -167,8 +174,6 @@ def _latest_verdict_ids(session: Session, case_ids: list[int], branch: str) -> d
         .correlate(Case)
         .scalar_subquery()
     )
-    rows = session.execute(select(Case.id, latest).where(Case.id.in_(case_ids))).all()
-    return {case_id: vid for case_id, vid in rows if vid is not None}
 
 
 def _verdict_views(session: Session, verdict_ids: list[int]) -> dict[int, VerdictView]:
@@ -180,7 +185,7 @@ def _verdict_views(session: Session, verdict_ids: list[int]) -> dict[int, Verdic
         .join(Commit, Commit.id == Run.commit_id)
         .where(Verdict.id.in_(verdict_ids))
     ).all()
-    return {v.case_id: _verdict_view(v, branch, pr, started or uploaded, sha)
+    return {v.id: _verdict_view(v, branch, pr, started or uploaded, sha)
             for v, branch, pr, started, uploaded, sha in rows}
 
 
@@ -233,29 +238,59 @@ def _latest_values(session: Session, series_ids: list[int], branch: str) -> dict
     return dict(session.execute(select(Series.id, latest).where(Series.id.in_(series_ids))).all())
 
 
-def case_rows(session: Session, filters: Filters, extra: ColumnElement[bool] | None = None) -> list[CaseRow]:
-    """Every case matching the filters with its latest verdict, primary series and latest value."""
-    stmt = select(Case).where(*filters.case_clauses(), extra if extra is not None else true())
-    cases = list(session.scalars(stmt))
-    ids = [c.id for c in cases]
-    verdicts = _verdict_views(session, list(_latest_verdict_ids(session, ids, filters.branch).values()))
-    primaries = _primary_series(session, ids)
-    values = _latest_values(session, [sid for sid, _unit in primaries.values()], filters.branch)
-    signals = perf_signals(session, ids)
-    rows = []
-    for c in cases:
-        sid, unit = primaries.get(c.id, (None, "seconds"))
-        signal = signals.get(c.id)
-        rows.append(CaseRow(
-            case_id=c.id, case_name=c.case_name, params=c.params or {}, gpu_model=c.gpu_model,
-            backend=c.backend, recipe=c.recipe, mode=c.mode, rank=c.rank, world_size=c.world_size,
-            labels=c.labels or {}, verdict=verdicts.get(c.id), perf_signal=signal.kind if signal else None,
-            perf_effect=signal.effect if signal else None, primary_series_id=sid, primary_unit=unit,
-            latest_value=values.get(sid) if sid else None,
-        ))
+def case_heads(session: Session, filters: Filters, extra: ColumnElement[bool] | None = None) -> list[CaseRow]:
+    """Every case matching the filters with its latest verdict in brief and its perf signal: one statement
+    plus the signals, so pages can sort and count thousands of cases and fill in only what they show."""
+    stmt = (
+        select(Case.id, Case.case_name, Case.params, Case.gpu_model, Case.backend, Case.recipe, Case.mode, Case.rank,
+               Case.world_size, Case.labels, Verdict.id, Verdict.status, Verdict.check, Verdict.exception_class,
+               Verdict.message, Verdict.reason)
+        .outerjoin(Verdict, Verdict.id == _latest_verdict_id(filters.branch))
+        .where(*filters.case_clauses(), extra if extra is not None else true())
+    )
+    rows = [
+        CaseRow(
+            case_id=cid, case_name=name, params=params or {}, gpu_model=gpu, backend=backend, recipe=recipe,
+            mode=mode, rank=rank, world_size=ws, labels=labels or {}, verdict_id=vid,
+            verdict_status=status.value if status is not None else None, verdict_check=check or "",
+            exception_class=exc, message=message, reason=reason,
+        )
+        for cid, name, params, gpu, backend, recipe, mode, rank, ws, labels, vid, status, check, exc, message, reason
+        in session.execute(stmt)
+    ]
     if filters.q:
         needle = filters.q.lower()
         rows = [r for r in rows if r.matches(needle)]
+    signals = perf_signals(session, [r.case_id for r in rows])
+    for r in rows:
+        signal = signals.get(r.case_id)
+        if signal:
+            r.perf_signal, r.perf_effect = signal.kind, signal.effect
+    return rows
+
+
+def fill_details(session: Session, rows: list[CaseRow], branch: str) -> None:
+    """The full latest verdict, the primary series and its latest value, for the rows a page shows."""
+    verdicts = _verdict_views(session, [r.verdict_id for r in rows if r.verdict_id is not None])
+    for r in rows:
+        r.verdict = verdicts.get(r.verdict_id) if r.verdict_id is not None else None
+    fill_values(session, rows, branch)
+
+
+def fill_values(session: Session, rows: list[CaseRow], branch: str) -> None:
+    """The primary series of each row and its latest value."""
+    primaries = _primary_series(session, [r.case_id for r in rows])
+    values = _latest_values(session, [sid for sid, _unit in primaries.values()], branch)
+    for r in rows:
+        sid, unit = primaries.get(r.case_id, (None, "seconds"))
+        r.primary_series_id, r.primary_unit = sid, unit
+        r.latest_value = values.get(sid) if sid else None
+
+
+def case_rows(session: Session, filters: Filters, extra: ColumnElement[bool] | None = None) -> list[CaseRow]:
+    """Every case matching the filters, in full."""
+    rows = case_heads(session, filters, extra)
+    fill_details(session, rows, filters.branch)
     return rows
 
 
@@ -277,9 +312,11 @@ class Overview:
     gpus: list[str]
 
 
-def overview(session: Session, filters: Filters) -> Overview:
-    rows = case_rows(session, filters)
+def overview(session: Session, filters: Filters, shown: int | None = None) -> Overview:
+    """Every case sorted worst first, counted per suite and GPU; only the first `shown` rows in full."""
+    rows = case_heads(session, filters)
     rows.sort(key=lambda r: (r.severity, r.suite, r.case_name, r.gpu_model, r.params_label))
+    fill_details(session, rows[:shown] if shown is not None else rows, filters.branch)
     summaries: dict[tuple[str, str], SuiteSummary] = {}
     for r in rows:
         summary = summaries.setdefault((r.suite, r.gpu_model), SuiteSummary(r.suite, r.gpu_model))
@@ -348,7 +385,9 @@ def matrix(session: Session, filters: Filters) -> list[Matrix]:
     }
     grids: dict[tuple[str, int | None], dict[tuple, MatrixRow]] = defaultdict(dict)
     names: dict[tuple[str, int | None], set[str]] = defaultdict(set)
-    for r in case_rows(session, filters, Case.id.in_(placed)) if placed else []:
+    rows = case_heads(session, filters, Case.id.in_(placed)) if placed else []
+    fill_values(session, rows, filters.branch)
+    for r in rows:
         column = placed[r.case_id]
         other = ", ".join(f"{k}={v}" for k, v in sorted(r.params.items()) if k not in MATRIX_AXES)
         grid_key = (r.gpu_model, r.world_size)
@@ -605,11 +644,15 @@ def verdict_counts(session: Session, runs: list[Run]) -> dict[int, dict[str, int
 @dataclass
 class RunDetail:
     row: RunRow
-    verdicts: list[tuple[Case, Verdict]]
+    verdicts: list[tuple[Case, Verdict]]  # every failure, then up to `others_shown` of the rest
+    verdict_total: int
     result_count: int
 
 
-def run_detail(session: Session, run_id: int) -> RunDetail | None:
+FAILING = ("fail_accuracy", "error", "timeout", "oom")
+
+
+def run_detail(session: Session, run_id: int, others_shown: int = 300) -> RunDetail | None:
     found = session.execute(
         select(Run, Machine, Environment, Commit)
         .join(Machine, Machine.id == Run.machine_id)
@@ -620,14 +663,19 @@ def run_detail(session: Session, run_id: int) -> RunDetail | None:
     if found is None:
         return None
     run, machine, env, commit = found
-    verdicts = session.execute(
-        select(Case, Verdict).join(Verdict, Verdict.case_id == Case.id).where(Verdict.run_id == run_id)
+    pairs = select(Case, Verdict).join(Verdict, Verdict.case_id == Case.id).where(Verdict.run_id == run_id)
+    failing = session.execute(pairs.where(Verdict.status.in_(FAILING))).all()
+    others = session.execute(
+        pairs.where(Verdict.status.not_in(FAILING)).order_by(Verdict.status, Case.case_name, Case.id).limit(others_shown)
     ).all()
-    ordered = sorted(verdicts, key=lambda cv: (severity(cv[1].status.value, None), cv[0].case_name,
+    ordered = sorted(failing, key=lambda cv: (cv[0].case_name, json.dumps(cv[0].params, sort_keys=True, default=str)))
+    ordered += sorted(others, key=lambda cv: (severity(cv[1].status.value, None), cv[0].case_name,
                                               json.dumps(cv[0].params, sort_keys=True, default=str)))
-    result_count = session.scalar(select(func.count()).select_from(Result).where(Result.run_id == run_id)) or 0
     counts = verdict_counts(session, [run])
-    return RunDetail(RunRow(run, machine, env, commit, counts.get(run_id, {})), list(ordered), result_count)
+    result_count = sum(((run.summary or {}).get("results") or {}).values()) or session.scalar(
+        select(func.count()).select_from(Result).where(Result.run_id == run_id)) or 0
+    return RunDetail(RunRow(run, machine, env, commit, counts.get(run_id, {})), [tuple(cv) for cv in ordered],
+                     sum(counts.get(run_id, {}).values()), result_count)
 
 
 @dataclass

@@ -24,9 +24,10 @@ def overview(request: Request, session: Annotated[Session, Depends(get_session)]
         filters = parse_filters(gpu, recipe, backend, branch, q)
     except BadFilter as exc:
         return error_page(request, 400, str(exc))
-    data = queries.overview(session, filters)
+    shown = None if all else ROWS_SHOWN
+    data = queries.overview(session, filters, shown)
     return render(
         request, "overview.html", nav="overview", title="Overview", data=data, filters=filters,
         options=queries.filter_options(session), sev=Severity, show_search=True,
-        shown=len(data.rows) if all else ROWS_SHOWN,
+        shown=len(data.rows) if shown is None else shown,
     )

@@ -1,0 +1,196 @@
+"""Dashboard benchmark: server time of every page with about 1,000,000 stored results.
+
+Two histories (both about 1M results):
+  suites  the suites' shape (scripts/synthetic_history.py): quantize, RHT, GEMM, Linear and contract cases on
+          three GPU models, ~1,200 commits of main, version upgrades midway; long series (~1,200 points).
+  wide    the store benchmark's uploads (scripts/bench_store.py), ingested through the real ingest core:
+          5,000 cases of one class, 100 runs; the widest overview and matrix.
+
+The service runs as a real uvicorn process on a loopback port; each page is requested `--requests` times
+(ids rotated where a page takes one) after two warm-up requests, and the wall time of each request is kept.
+Prints one table per history. Target: p95 < 300 ms for every page.
+
+    .venv/bin/python scripts/bench_dashboard.py                    # both histories, 1M results each
+    .venv/bin/python scripts/bench_dashboard.py --shape suites --results 200000   # quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+from sqlalchemy import func, select
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from synthetic_history import generate
+from tewatch.store.database import make_engine
+from tewatch.store.migrate import upgrade
+from tewatch.store.models import Case, Machine, Result, Run, Series
+
+TARGET_P95_MS = 300.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def fill_suites(url: str, results: int, console: Console) -> None:
+    upgrade(url)
+    engine = make_engine(url)
+    console.print(f"generating the suites history ({results:,} results) …")
+    generate(engine, results, progress=False)
+    engine.dispose()
+
+
+def fill_wide(url: str, results: int, console: Console) -> None:
+    from bench_store import UploadFactory
+    from tewatch.ingest.service import ingest_bundle
+
+    upgrade(url)
+    engine = make_engine(url)
+    factory = UploadFactory(5000, 10)
+    runs = max(1, round(results / factory.n_results))
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("ingesting the wide history", total=runs)
+        for index in range(runs):
+            ingest_bundle(engine, factory.bundle(index))
+            progress.advance(task)
+    engine.dispose()
+
+
+def page_plan(url: str) -> list[tuple[str, Callable[[random.Random], str]]]:
+    """(page name, path maker): ids are drawn from the database so every request may hit a different one."""
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        case_ids = list(conn.scalars(select(Case.id)))
+        series_ids = list(conn.scalars(select(Series.id).join(Result, Result.series_id == Series.id)
+                                       .group_by(Series.id).having(func.count() > 1).limit(2000)))
+        run_ids = list(conn.scalars(select(Run.id)))
+        gpus = list(conn.scalars(select(Machine.gpu_model).distinct()))
+        failing_case = conn.scalar(select(Case.id).where(Case.mode.is_not(None)).limit(1)) or case_ids[0]
+    engine.dispose()
+    return [
+        ("overview /", lambda r: "/"),
+        ("overview, GPU filter", lambda r: f"/?gpu={r.choice(gpus)}"),
+        ("overview, search", lambda r: "/?q=error"),
+        ("matrix /matrix", lambda r: "/matrix"),
+        ("matrix, GPU filter", lambda r: f"/matrix?gpu={r.choice(gpus)}"),
+        ("case /case/{id}", lambda r: f"/case/{r.choice(case_ids + [failing_case])}"),
+        ("series /series/{id}", lambda r: f"/series/{r.choice(series_ids)}"),
+        ("series data (last 300)", lambda r: f"/series/{r.choice(series_ids)}/points.json"),
+        ("series data (all, bucketed)", lambda r: f"/series/{r.choice(series_ids)}/points.json?last=all"),
+        ("series SVG (first render)", lambda r: f"/series/{r.choice(series_ids)}/plot.svg?last=100"),
+        ("series SVG (cached)", lambda r: f"/series/{series_ids[0]}/plot.svg"),
+        ("runs /runs", lambda r: f"/runs?page={r.randint(1, 20)}"),
+        ("run /runs/{id}", lambda r: f"/runs/{r.choice(run_ids)}"),
+        ("machines /machines", lambda r: "/machines"),
+        ("alerts /alerts", lambda r: "/alerts"),
+        ("pull request /pr/{n}", lambda r: "/pr/1"),
+    ]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def time_pages(url: str, requests: int, console: Console) -> list[tuple[str, int, list[float]]]:
+    port = free_port()
+    with tempfile.NamedTemporaryFile("w+", suffix=".log") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--factory", "tewatch.api.app:create_app", "--host", "127.0.0.1",
+             "--port", str(port), "--log-level", "warning"],
+            env={"TEWATCH_DATABASE_URL": url, "PATH": "/usr/bin:/bin"}, stdout=log, stderr=subprocess.STDOUT,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    httpx.get(base + "/api/v1/health", timeout=1)
+                    break
+                except httpx.TransportError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        log.seek(0)
+                        raise SystemExit(f"the service did not start: {log.read()[-2000:]}") from None
+                    time.sleep(0.2)
+            rng = random.Random(3)
+            out = []
+            with httpx.Client(base_url=base, timeout=60) as client, Progress(console=console, transient=True) as bar:
+                plan = page_plan(url)
+                task = bar.add_task("timing pages", total=len(plan))
+                for name, path in plan:
+                    statuses = set()
+                    for _ in range(2):
+                        client.get(path(rng))
+                    times = []
+                    for _ in range(requests):
+                        start = time.perf_counter()
+                        answer = client.get(path(rng))
+                        times.append(time.perf_counter() - start)
+                        statuses.add(answer.status_code)
+                    out.append((name, max(statuses), times))
+                    bar.advance(task)
+            return out
+        finally:
+            server.terminate()
+            server.wait(timeout=15)
+
+
+def report(title: str, url: str, rows: list[tuple[str, int, list[float]]], console: Console) -> bool:
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        n_results = conn.scalar(select(func.count()).select_from(Result))
+        n_cases = conn.scalar(select(func.count()).select_from(Case))
+        n_runs = conn.scalar(select(func.count()).select_from(Run))
+    engine.dispose()
+    table = Table(title=f"{title}: {n_results:,} results, {n_cases:,} cases, {n_runs:,} runs ({engine.dialect.name})")
+    for column in ("page", "status", "p50 ms", "p95 ms", "max ms", f"p95 < {TARGET_P95_MS:.0f} ms"):
+        table.add_column(column, justify="left" if column == "page" else "right")
+    ok = True
+    for name, status, times in rows:
+        p95 = percentile(times, 95) * 1e3
+        ok &= p95 < TARGET_P95_MS and status < 500
+        table.add_row(name, str(status), f"{percentile(times, 50) * 1e3:.1f}", f"{p95:.1f}", f"{max(times) * 1e3:.1f}",
+                      "yes" if p95 < TARGET_P95_MS else "NO")
+    console.print(table)
+    return ok
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shape", choices=["suites", "wide", "both"], default="both")
+    parser.add_argument("--results", type=int, default=1_000_000)
+    parser.add_argument("--requests", type=int, default=40, help="timed requests per page")
+    parser.add_argument("--database-url", help="time pages on this existing database instead of generating one")
+    args = parser.parse_args()
+    console = Console()
+    ok = True
+    if args.database_url:
+        ok = report("given database", args.database_url, time_pages(args.database_url, args.requests, console), console)
+    else:
+        fills = {"suites": fill_suites, "wide": fill_wide}
+        for shape in (["suites", "wide"] if args.shape == "both" else [args.shape]):
+            with tempfile.TemporaryDirectory() as folder:
+                url = f"sqlite:///{folder}/bench.sqlite3"
+                fills[shape](url, args.results, console)
+                ok &= report(f"{shape} history", url, time_pages(url, args.requests, console), console)
+    raise SystemExit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
