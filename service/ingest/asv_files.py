@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -75,6 +76,7 @@ class BenchmarkInfo:
     version: str
 
 
+@functools.lru_cache(maxsize=65536)
 def decode_param(text: str) -> Any:
     """asv stores parameter values as repr() strings; bring back the Python literal where there is one."""
     try:
@@ -167,11 +169,12 @@ def _parse_row(name: str, row: Any, columns: list[str], file: str) -> BenchmarkR
                 raise IngestError(
                     "expected a list of samples or null", file=file, field=f"{where}.samples[{i}]"
                 )
-            samples = [
-                s
-                for s in (_finite_or_none(s, file, f"{where}.samples[{i}]") for s in samples)
-                if s is not None
-            ]
+            if not (all(type(s) is float for s in samples) and all(map(math.isfinite, samples))):
+                samples = [
+                    s
+                    for s in (_finite_or_none(s, file, f"{where}.samples[{i}]") for s in samples)
+                    if s is not None
+                ]
         combo_stats = {
             column: _finite_or_none(stats[column][i], file, f"{where}.{column}[{i}]")
             for column in PER_COMBINATION_COLUMNS

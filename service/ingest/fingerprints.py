@@ -38,15 +38,6 @@ def case_fingerprint(case_name: str, params: dict[str, Any], gpu_model: str, com
     )
 
 
-def series_fingerprint(
-    benchmark: str, case_name: str, params: dict[str, Any], gpu_model: str, compute_capability: str
-) -> str:
-    return digest_of(
-        {
-            "benchmark": benchmark,
-            "case": case_name,
-            "params": params,
-            "gpu_model": gpu_model,
-            "compute_capability": compute_capability,
-        }
-    )
+def series_fingerprint(benchmark: str, case_fingerprint: str) -> str:
+    """The case fingerprint already covers case name, params, GPU model and capability."""
+    return digest_of({"benchmark": benchmark, "case": case_fingerprint})

@@ -155,6 +155,8 @@ class _Planner:
             gpu.compute_capability if gpu else ""
         )
         self.cases: dict[str, CasePlan] = {}
+        self._case_memo: dict[tuple, tuple[str, CasePlan]] = {}
+        self._by_case_id: dict[str, CasePlan] = {}
         self.series: dict[str, tuple[str, str]] = {}
         self.benchmarks: dict[str, dict[str, Any]] = {}
         self.result_rows: list[dict[str, Any]] = []
@@ -180,8 +182,14 @@ class _Planner:
             files=self.bundle.files(),
         )
 
-    def _case(self, case_name: str, params: dict[str, Any]) -> tuple[str, CasePlan]:
+    def _case(
+        self, case_name: str, params: dict[str, Any], memo_key: tuple | None = None
+    ) -> tuple[str, CasePlan]:
+        if memo_key is not None and memo_key in self._case_memo:
+            return self._case_memo[memo_key]
         key = case_id(case_name, params)
+        if key in self._by_case_id:
+            return key, self._by_case_id[key]
         fingerprint = case_fingerprint(case_name, params, self.gpu_model, self.compute_capability)
         if fingerprint not in self.cases:
             record = self.records.get(key)
@@ -191,12 +199,13 @@ class _Planner:
             self.cases[fingerprint] = CasePlan(
                 fingerprint, case_name, params, self.gpu_model, self.compute_capability, labels
             )
+        self._by_case_id[key] = self.cases[fingerprint]
+        if memo_key is not None:
+            self._case_memo[memo_key] = (key, self.cases[fingerprint])
         return key, self.cases[fingerprint]
 
     def _series(self, benchmark: str, case: CasePlan) -> str:
-        fingerprint = series_fingerprint(
-            benchmark, case.case_name, case.params, case.gpu_model, case.compute_capability
-        )
+        fingerprint = series_fingerprint(benchmark, case.fingerprint)
         self.series[fingerprint] = (case.fingerprint, benchmark)
         return fingerprint
 
@@ -227,7 +236,7 @@ class _Planner:
             params = {
                 name: decode_param(r) for name, r in zip(info.param_names, combo.param_reprs, strict=True)
             }
-            key, case = self._case(case_name, params)
+            key, case = self._case(case_name, params, memo_key=(case_name, combo.param_reprs))
             status = self._result_status(key, case, benchmark.name, combo.param_reprs, combo.value)
             stats = combo.stats
             self.result_rows.append(
