@@ -41,16 +41,26 @@ class Capabilities:
     fp8_block: CheckResult
     mxfp8: CheckResult
     nvfp4: CheckResult
+    # why Transformer Engine could not be asked (not installed, broken install): te cases are errors
+    te_error: str = ""
 
-    def to_json(self) -> dict[str, list]:
-        return {name: list(getattr(self, name)) for name in FEATURES}
+    def to_json(self) -> dict:
+        out: dict = {name: list(getattr(self, name)) for name in FEATURES}
+        if self.te_error:
+            out["te_error"] = self.te_error
+        return out
 
     @classmethod
     def from_json(cls, data: dict) -> Capabilities:
         missing = [n for n in FEATURES if n not in data]
         if missing:
             raise ValueError(f"capabilities lack {missing}")
-        return cls(**{n: (bool(data[n][0]), str(data[n][1])) for n in FEATURES})
+        return cls(**{n: (bool(data[n][0]), str(data[n][1])) for n in FEATURES},
+                   te_error=str(data.get("te_error", "")))
+
+
+class TransformerEngineUnavailable(RuntimeError):
+    """A te / te-ref case where Transformer Engine cannot be imported: an error, not a gate."""
 
 
 def family(recipe: str) -> str:
@@ -62,7 +72,9 @@ def family(recipe: str) -> str:
 
 
 def unsupported_reason(backend: str, recipe: str, caps: Capabilities, device: str) -> str | None:
-    """None when the case may run; else the reason it is gated."""
+    """None when the case may run; else the reason it is gated. Raises when TE is unavailable."""
+    if backend != "torch-ref" and caps.te_error:
+        raise TransformerEngineUnavailable(caps.te_error)
     if backend == "torch-ref":
         if device == "cuda" and not caps.cuda[0]:
             return caps.cuda[1]
@@ -103,7 +115,7 @@ def capabilities_without_te(reason: str) -> Capabilities:
 
     cuda = (True, "") if torch.cuda.is_available() else (False, "CUDA device required")
     no = (False, reason)
-    return Capabilities(cuda=cuda, fp8=no, fp8_block=no, mxfp8=no, nvfp4=no)
+    return Capabilities(cuda=cuda, fp8=no, fp8_block=no, mxfp8=no, nvfp4=no, te_error=reason)
 
 
 def current_capabilities(needs_te: bool) -> Capabilities:

@@ -63,15 +63,16 @@ def gpu_info(torch: Any, nvml: Nvml | None) -> dict[str, Any]:
 def probe() -> dict[str, Any]:
     import torch
 
-    nvml = Nvml.open() if torch.cuda.is_available() else None
-    versions = software_versions(torch, nvml)
-    versions["te_commit"] = te_commit(versions["te"], _te_direct_url()) if versions["te"] else ""
+    # TE first: loading cuDNN through torch before TE imports can bind the wrong libcudnn for TE
     try:
         capabilities = gates.capabilities_from_te().to_json()
         te_error = ""
-    except Exception as exc:  # TE missing or broken: torch-ref still runs
-        capabilities = gates.capabilities_without_te(f"transformer_engine unavailable: {exc}").to_json()
+    except Exception as exc:  # TE missing or broken: torch-ref still runs, te cases become errors
         te_error = f"{type(exc).__name__}: {exc}"
+        capabilities = gates.capabilities_without_te(f"transformer_engine unavailable: {te_error}").to_json()
+    nvml = Nvml.open() if torch.cuda.is_available() else None
+    versions = software_versions(torch, nvml)
+    versions["te_commit"] = te_commit(versions["te"], _te_direct_url()) if versions["te"] else ""
     return {
         "versions": versions,
         "gpu": gpu_info(torch, nvml),
