@@ -34,7 +34,8 @@ def display_scale(unit: str, values: list[float]) -> tuple[float, str]:
 
 
 def render_series_svg(chart: ChartData, width: float = 10.0, height: float = 3.6) -> str:
-    fig = Figure(figsize=(width, height), layout="constrained")
+    fig = Figure(figsize=(width, height))
+    fig.subplots_adjust(left=0.08, right=0.985, top=0.9, bottom=0.15)
     ax = fig.add_subplot()
     values = [p.value for p in chart.points if p.value is not None] or [
         b.median for b in chart.buckets if b.median is not None]

@@ -11,7 +11,7 @@ from tewatch.dashboards import queries, series_chart
 from tewatch.dashboards.deps import get_session
 from tewatch.dashboards.plots import render_series_svg, svg_cache
 from tewatch.dashboards.routes.common import error_page, render
-from tewatch.dashboards.security import SecureHeadersRoute
+from tewatch.dashboards.security import SVG_CONTENT_SECURITY_POLICY, SecureHeadersRoute
 
 router = APIRouter(route_class=SecureHeadersRoute)
 
@@ -76,4 +76,5 @@ def series_svg(series_id: int, session: Annotated[Session, Depends(get_session)]
     key = (series_id, branch.strip(), n, queries.series_version(session, series_id, branch.strip()))
     svg = svg_cache.get_or_render(
         key, lambda: render_series_svg(series_chart.build(session, header, branch.strip(), last=n)))
-    return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-cache"})
+    return Response(svg, media_type="image/svg+xml",
+                    headers={"Cache-Control": "no-cache", "Content-Security-Policy": SVG_CONTENT_SECURITY_POLICY})

@@ -132,6 +132,7 @@ def test_series_page_draws_every_sample_with_point_details(site, page):
     svg = page.request.get(f"{site.url}/series/{series_id}/plot.svg")
     assert svg.status == 200 and svg.headers["content-type"].startswith("image/svg+xml")
     assert "<svg" in svg.text()
+    assert svg.headers["content-security-policy"].startswith("default-src 'none'"), "an SVG may never run script"
     assert not page.problems, page.problems
 
 
