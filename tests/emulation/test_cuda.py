@@ -14,6 +14,7 @@ from benchmarks.nvfp4_emulation import (
     gemm_nvfp4,
     quantize_nvfp4,
     quantize_nvfp4_columnwise,
+    rht_matrix,
 )
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -57,9 +58,13 @@ def test_dequantize_and_gemm_on_cuda_match_cpu_bit_for_bit() -> None:
     assert torch.equal(gemm_nvfp4(qa_gpu, qb_gpu).cpu(), gemm_nvfp4(qa, qb))
 
 
-def test_rht_on_cuda_agrees_with_cpu() -> None:
+def test_rht_on_cuda_computes_the_same_transform() -> None:
+    # cuBLAS and the CPU BLAS sum in different orders (and TF32 may be on), so compare with the exact
+    # transform, allowing rounding relative to each block's norm
     x = _x(64, 256, seed=3)
-    torch.testing.assert_close(apply_rht(x.cuda()).cpu(), apply_rht(x), rtol=1e-6, atol=1e-6)
+    exact = (x.double().view(-1, 16) @ rht_matrix().double()).view(64, 256)
+    error = (apply_rht(x.cuda()).cpu().double() - exact).view(-1, 16).norm(dim=1)
+    assert torch.all(error <= 2e-3 * x.double().view(-1, 16).norm(dim=1))
     q = quantize_nvfp4_columnwise(x.to(torch.bfloat16).cuda(), rht=True)
     assert q.data.is_cuda and q.global_amax.is_cuda
 

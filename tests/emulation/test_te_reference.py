@@ -84,7 +84,8 @@ def test_higher_rank_input_matches_te_reference_of_the_flattened_matrix(shape: t
     _assert_bits(quantize_nvfp4_columnwise(x, rht=True), ref.data_t, ref.scale_t, ref.global_amax_col)
 
 
-@pytest.mark.parametrize(("m", "k", "n"), [(128, 128, 128), (256, 1024, 256), (1008, 3072, 992)], ids=str)
+# TE's qgemm needs the reduction dim divisible by 32 and N by 8 in all three GEMMs (wgrad reduces over m)
+@pytest.mark.parametrize(("m", "k", "n"), [(128, 128, 128), (256, 1024, 256), (1024, 3072, 992)], ids=str)
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_gemm_matches_te_reference_qgemm(m: int, k: int, n: int, out_dtype: torch.dtype) -> None:
     x, w, dy = (
