@@ -93,8 +93,8 @@ def complete_records(cases_dir: Path, case_results: list[CaseResult], log: str) 
             added["missing"] += 1
         else:
             record = json.loads(path.read_text())
-            if _SEVERITY[record["verdict"]["status"]] >= _SEVERITY["error"]:
-                continue  # the case already said why it failed
+            if _SEVERITY[record["verdict"]["status"]] >= _SEVERITY["timeout"]:
+                continue  # the case already said why it failed (error, oom or timeout)
             record["extra_checks"].append(record["verdict"])
             record["verdict"] = check
             added["amended"] += 1

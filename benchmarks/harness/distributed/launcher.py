@@ -80,13 +80,13 @@ def _rank_main(rank: int, world_size: int, device: str, port: int, collective_ti
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
         dist.init_process_group("nccl" if device == "cuda" else "gloo", store=store, rank=rank,
                                 world_size=world_size, timeout=timeout, **options)
-    except BaseException as exc:
+    except Exception as exc:  # noqa: BLE001 (whatever a rank raises is reported)
         _write_json(out, {"status": "error", "error": _error(exc, "rendezvous")})
         raise SystemExit(1) from None
     try:
         report = fn(rank, world_size, payload)
         _write_json(out, {"status": "ok", "report": report})
-    except BaseException as exc:
+    except Exception as exc:  # noqa: BLE001 (whatever a rank raises is reported)
         _write_json(out, {"status": "error", "error": _error(exc, getattr(exc, "phase", "run"))})
         raise SystemExit(1) from None
     finally:

@@ -39,8 +39,6 @@ class Scenario:
     timing: TimingPlan = field(default_factory=TimingPlan)
     seed: int = 0
     fault: str | None = None
-    # a rank that has failed leaves the others blocked in a collective; this bounds the wait
-    collective_timeout_s: float = 120.0
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:

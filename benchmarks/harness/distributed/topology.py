@@ -94,7 +94,7 @@ def interconnect(world_size: int, device: str, timeout_s: float = 30.0) -> str:
     if smi is None:
         return UNKNOWN
     try:
-        proc = subprocess.run([smi, "topo", "-m"], capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run([smi, "topo", "-m"], check=False, capture_output=True, text=True, timeout=timeout_s)
         if proc.returncode != 0:
             return UNKNOWN
         return slowest_link(parse_topology(proc.stdout), visible_gpu_indices(world_size))

@@ -1,0 +1,112 @@
+"""te.Linear with tensor and sequence parallelism across process ranks, at world sizes 1 and 2.
+
+Each case launches one process per rank (NCCL on GPUs, gloo on CPU; see harness/distributed): every
+rank checks its shard of output, dgrad and wgrad against the single-GPU result within the recipe's
+tolerance, a compiled case also checks compiled == eager bit for bit, and then every rank times
+forward+backward; sample i of the case is the slowest rank's sample i. World size and interconnect are
+labels of the case (world size also a param, so series of different sizes never mix).
+
+Recipes: bf16, FP8 current and block scaling, native NVFP4 (te; gated on sm_100+, so `unsupported` on
+Hopper) and torch-ref, the same layer over the project's NVFP4 emulation, which CI runs on CPU.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, ClassVar
+
+from benchmarks.harness import gates, records
+from benchmarks.harness.distributed import params as dist_params
+from benchmarks.harness.distributed import topology, verdict
+from benchmarks.harness.params import invalid_combinations
+from benchmarks.harness.profiles import current_profile, selected_backends
+
+BACKEND_OF = {"bf16": "te", "fp8-current": "te", "fp8-block": "te", "nvfp4": "te", "torch-ref": "torch-ref"}
+INPUT_RANK = 3  # (S, B, K): the sequence dimension is the one sequence parallelism splits
+CASE = "distributed.LinearTensorParallel"
+_DIST = dist_params.current()
+
+
+class LaunchFailed(RuntimeError):
+    """The ranks did not all report (timeout, a rank's exception, a crash); the record says which."""
+
+
+class LinearTensorParallel:
+    param_names: ClassVar[list[str]] = ["recipe", "world_size", "parallel", "sequence_parallel", "mode"]
+    params: ClassVar[list[list[Any]]] = [
+        [r for r, b in BACKEND_OF.items() if b in selected_backends()],
+        list(_DIST.world_sizes),
+        _DIST.parallel_values,
+        _DIST.sequence_parallel_values,
+        list(_DIST.modes),
+    ]
+    skip_params = invalid_combinations(params, lambda _r, ws, par, sp, _m: _DIST.is_case(ws, par, sp))
+    # asv's own limit stays above the launch deadline, so a hang is recorded by the launcher
+    timeout = _DIST.deadline_s + 60
+
+    def setup(self, recipe: str, world_size: int, parallel: str, sequence_parallel: bool, mode: str) -> None:
+        from benchmarks.harness.distributed.launcher import launch
+        from benchmarks.harness.distributed.scenario import Scenario
+        from benchmarks.harness.distributed.worker import run_scenario
+
+        p = dict(zip(self.param_names, (recipe, world_size, parallel, sequence_parallel, mode)))
+        device = current_profile().device
+        backend = BACKEND_OF[recipe]
+        self.record = records.CaseRecord(case=CASE, params=p, labels=labels(p, device))
+        print(f"{records.CASE_MARKER}{self.record.case_id}", file=sys.stderr, flush=True)
+        try:
+            reason = unsupported_reason(backend, recipe, world_size, device)
+        except Exception as exc:  # Transformer Engine cannot be asked: an error, not a gate
+            self._finish(records.from_exception("capability", exc))
+            raise
+        if reason:
+            self._finish(records.Check(check="capability", status="unsupported", reason=reason))
+            raise NotImplementedError(reason)
+        scenario = Scenario(backend=backend, recipe=recipe, parallel_mode=parallel,
+                            sequence_parallel=sequence_parallel, mode=mode, world_size=world_size,
+                            device=device, shape=_DIST.shape, out_features=_DIST.out_features,
+                            timing=_DIST.timing)
+        try:
+            outcome = launch(run_scenario, scenario, world_size, device, deadline_s=_DIST.deadline_s,
+                             collective_timeout_s=_DIST.deadline_s + 60)
+        except Exception as exc:
+            self._finish(records.from_exception("launch", exc))
+            raise
+        if outcome.status != "ok":
+            self._finish(*verdict.failure_checks(scenario, outcome))
+            raise LaunchFailed(outcome.message)
+        for name, (value, unit) in verdict.metrics(scenario, outcome.reports).items():
+            self.record.metric(name, value, unit)
+        self.record.gpu_state = verdict.gpu_state(outcome.reports)
+        self._finish(*verdict.case_checks(scenario, outcome.reports))
+        self.samples = verdict.slowest_rank_samples(outcome.reports)
+
+    def _finish(self, *checks: records.Check) -> None:
+        for check in checks:
+            self.record.add(check)
+        records.write_record(self.record)
+
+    def track_seconds(self, *_values: Any) -> dict[str, Any]:
+        return {"samples": self.samples, "number": 1}
+
+    track_seconds.unit = "seconds"  # type: ignore[attr-defined]
+
+
+def labels(p: dict[str, Any], device: str) -> dict[str, Any]:
+    return {
+        "backend": BACKEND_OF[p["recipe"]], "recipe": p["recipe"], "mode": p["mode"], "rank": INPUT_RANK,
+        "op": "linear_tp", "world_size": p["world_size"], "parallel_mode": p["parallel"],
+        "sequence_parallel": p["sequence_parallel"],
+        "interconnect": topology.interconnect(p["world_size"], device),
+    }
+
+
+def unsupported_reason(backend: str, recipe: str, world_size: int, device: str) -> str | None:
+    caps = gates.current_capabilities(needs_te=backend != "torch-ref")
+    reason = gates.unsupported_reason(backend, "nvfp4" if backend == "torch-ref" else recipe, caps, device)
+    if reason or device != "cuda":
+        return reason
+    import torch
+
+    visible = torch.cuda.device_count()
+    return None if visible >= world_size else f"{world_size} ranks need {world_size} GPUs; {visible} visible"
