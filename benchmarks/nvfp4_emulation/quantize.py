@@ -59,7 +59,9 @@ def _quantize_rows(
     m, k = x2d.shape
     if global_amax is None:
         global_amax = x2d.abs().amax()
-    global_amax = global_amax.to(torch.float32).reshape(1)
+    elif global_amax.numel() != 1:
+        raise ValueError(f"global_amax must hold one value, got shape {tuple(global_amax.shape)}")
+    global_amax = global_amax.to(device=x2d.device, dtype=torch.float32).reshape(1)
     encode_scale = global_encode_scale(global_amax)
     decode_scales = block_decode_scales(_block_amax(x2d, block_2d), encode_scale)
     encode_per_block = block_encode_scales(decode_scales, encode_scale)

@@ -5,6 +5,7 @@ then exactly 1, a block whose amax is 6 gets the E4M3 scale 1.0, and its values 
 unscaled.
 """
 
+import pytest
 import torch
 
 from benchmarks.nvfp4_emulation import dequantize_nvfp4, quantize_nvfp4, unpack_e2m1_codes
@@ -95,3 +96,24 @@ def test_block_scale_is_relative_to_the_global_amax() -> None:
     assert q.scales.float()[0, 1].item() == 8.0
     # 20 / 8 = 2.5 -> 2 (tie to even), 2 / 8 = 0.25 -> 0 (tie to even), -7 / 8 = -0.875 -> -1
     assert dequantize_nvfp4(q)[0, 16:20].tolist() == [48.0, 16.0, 0.0, -8.0]
+
+
+def test_a_given_global_amax_replaces_the_tensors_own() -> None:
+    # as if the tensor-parallel group's amax were 2688: per-tensor scale 1, block amax 6 -> scale 1
+    block = [6.0, 3.0, -1.5, 0.75] + [0.0] * 12
+    q = quantize_nvfp4(_row(block), global_amax=torch.tensor(2688.0))
+    assert q.global_amax.tolist() == [2688.0]
+    assert q.scales.float().tolist() == [[1.0]]
+    assert dequantize_nvfp4(q)[0].tolist() == [6.0, 3.0, -1.5, 1.0] + [0.0] * 12
+    own = quantize_nvfp4(_row(block))
+    assert own.global_amax.tolist() == [6.0] and own.scales.float().tolist() == [[448.0]]
+
+
+def test_a_global_amax_below_the_tensors_saturates_its_values() -> None:
+    q = quantize_nvfp4(_row([12.0, 6.0] + [0.0] * 14), global_amax=torch.tensor([6.0]))
+    assert dequantize_nvfp4(q)[0, :2].tolist() == [6.0, 6.0]
+
+
+def test_global_amax_must_be_one_value() -> None:
+    with pytest.raises(ValueError, match="one value"):
+        quantize_nvfp4(torch.ones(16, 32), global_amax=torch.ones(2))
