@@ -312,7 +312,6 @@ def compare_pull_request(
     )
     for series_id, comparison in zip(keys, results):
         info = infos[series_id]
-        nan_to_none = lambda v: None if v is None or not np.isfinite(v) else float(v)
         row = PrComparison(
             pr_number=run.pr_number, head_run_id=run.id, base_run_ids=[r.id for r in base_runs], series_id=series_id,
             series_key=info.key, verdict=comparison.verdict.value, baseline=nan_to_none(comparison.baseline),
@@ -351,6 +350,10 @@ def compare_pull_request(
     })
     summary.events += 1
     return report
+
+
+def nan_to_none(value: float | None) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
 
 
 # after an upload -------------------------------------------------------------------------------------------
