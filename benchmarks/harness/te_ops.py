@@ -36,9 +36,13 @@ def _te() -> SimpleNamespace:
     from transformer_engine.pytorch.cpp_extensions import general_gemm
     from transformer_engine.pytorch.custom_recipes import reference_nvfp4, reference_utils
 
-    return SimpleNamespace(te=te, tex=tex, recipe=recipe, general_gemm=general_gemm,
-                           ref=reference_nvfp4, ref_utils=reference_utils,
-                           fp8=tex.DType.kFloat8E4M3, fp4=tex.DType.kFloat4E2M1)
+    from benchmarks.harness import perturb
+
+    namespace = SimpleNamespace(te=te, tex=tex, recipe=recipe, general_gemm=general_gemm,
+                                ref=reference_nvfp4, ref_utils=reference_utils,
+                                fp8=tex.DType.kFloat8E4M3, fp4=tex.DType.kFloat4E2M1)
+    perturb.apply_to_te(namespace)
+    return namespace
 
 
 def quantizer(variant: str, *, rowwise: bool = True, columnwise: bool = True) -> Any:
