@@ -8,7 +8,7 @@ from typing import Any
 from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared
 from benchmarks.harness.numerics import relative_error
-from benchmarks.harness.params import invalid_combinations, keep
+from benchmarks.harness.params import invalid_combinations
 from benchmarks.harness.profiles import Profile, current_profile, parse_shape, selected_backends
 
 NVFP4_VARIANTS = ["nvfp4-row", "nvfp4-col", "nvfp4-both", "nvfp4-rht", "nvfp4-2d", "nvfp4-sr"]

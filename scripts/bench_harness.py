@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.harness.timing import TimingPlan, coefficient_of_variation, time_cuda  # noqa: E402
+from benchmarks.harness.timing import TimingPlan, coefficient_of_variation, cuda_samples  # noqa: E402
 
 
 def calls() -> dict[str, tuple[object, float]]:
@@ -54,7 +54,7 @@ def main() -> None:
     for name, (fn, flops) in calls().items():
         ours, theirs = [], []
         for _ in range(args.repeats):
-            ours.append(time_cuda(fn, plan).median)
+            ours.append(cuda_samples(fn, plan).median)
             theirs.append(do_bench(fn, warmup=25, rep=100, return_mode="median") / 1e3)
         ours_med, theirs_med = statistics.median(ours), statistics.median(theirs)
         rows.append((name, ours_med, theirs_med, (ours_med / theirs_med - 1) * 100,

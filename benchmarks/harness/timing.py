@@ -61,7 +61,7 @@ def sample_count(per_call_s: float, plan: TimingPlan) -> int:
     return max(plan.min_samples, min(plan.max_samples, wanted))
 
 
-def time_cpu(fn: Callable[[], Any], plan: TimingPlan, clock: Callable[[], float] = time.perf_counter) -> Timing:
+def cpu_samples(fn: Callable[[], Any], plan: TimingPlan, clock: Callable[[], float] = time.perf_counter) -> Timing:
     def one() -> float:
         t0 = clock()
         fn()
@@ -87,7 +87,7 @@ class _L2Flusher:
         self.buffer.zero_()
 
 
-def time_cuda(fn: Callable[[], Any], plan: TimingPlan) -> Timing:
+def cuda_samples(fn: Callable[[], Any], plan: TimingPlan) -> Timing:
     import torch
 
     device = torch.cuda.current_device()
@@ -120,4 +120,4 @@ def time_cuda(fn: Callable[[], Any], plan: TimingPlan) -> Timing:
 
 
 def measure(fn: Callable[[], Any], device: str, plan: TimingPlan) -> Timing:
-    return time_cuda(fn, plan) if device == "cuda" else time_cpu(fn, plan)
+    return cuda_samples(fn, plan) if device == "cuda" else cpu_samples(fn, plan)

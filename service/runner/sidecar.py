@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +19,12 @@ CASE_SCHEMA = "tewatch.case/1"
 RUN_SCHEMA = "tewatch.run/1"
 _TIMEOUT = re.compile(r"asv: benchmark timed out \(timeout ([0-9.]+)s\)")
 _PROGRESS = re.compile(r"^\s*\[\s*\d+(?:\.\d+)?%\]")
-_EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit))(?::\s*(.*))?$")
+# the last line of a traceback: an optional lower-case module path, a CamelCase class, the message
+_EXCEPTION_LINE = re.compile(r"^\s*((?:[a-z_]\w*\.)*[A-Z]\w*)(?::\s+(.*))?$")
 
 
 def utc(ts: datetime) -> str:
-    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def split_by_case(log: str) -> dict[str, str]:
@@ -89,7 +90,7 @@ def complete_records(cases_dir: Path, case_results: list[CaseResult], log: str) 
         if not path.exists():
             record = {"schema": CASE_SCHEMA, "case": result.case, "params": result.params, "labels": {},
                       "verdict": check, "extra_checks": [], "metrics": {}, "gpu_state": {},
-                      "recorded_at": utc(datetime.now(timezone.utc))}
+                      "recorded_at": utc(datetime.now(UTC))}
             added["missing"] += 1
         else:
             record = json.loads(path.read_text())

@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +100,7 @@ def _asv(opts: RunOptions, args: list[str], env: dict[str, str], **kw: Any) -> s
 
 def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = None) -> RunOutcome:
     opts.validate()
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     t0 = time.monotonic()
     results_dir = (opts.results_dir or opts.project / _load_config(opts.project)["results_dir"]).resolve()
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -179,7 +179,7 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
     benchmarks = results.load(results_dir / "benchmarks.json")
     case_results = [c for c in results.iter_case_results(results.load(final), benchmarks)]
     added = sidecar.complete_records(side / "cases", case_results, log)
-    finished = datetime.now(timezone.utc)
+    finished = datetime.now(UTC)
     wall = time.monotonic() - t0
     sidecar.write_run_json(side, {
         "profile": opts.profile,

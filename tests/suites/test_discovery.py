@@ -1,0 +1,52 @@
+"""What asv's discovery sees of the suite: only suite classes, params chosen by the profile."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SUITES = ("quantize.", "rht.", "gemm.", "linear.", "contracts.")
+
+DISCOVER = """
+import json
+from asv_runner._aux import update_sys_path
+from asv_runner.discovery import disc_benchmarks
+root = "benchmarks"
+update_sys_path(root)
+print(json.dumps({b.name: [b.param_names, b.params, b.unit] for b in disc_benchmarks(root)}))
+"""
+
+
+def discover(profile: str, backends: str = "") -> dict:
+    env = dict(os.environ, TEWATCH_PROFILE=profile, TEWATCH_BACKENDS=backends)
+    out = subprocess.run([sys.executable, "-c", DISCOVER], cwd=REPO, env=env, capture_output=True, text=True,
+                         check=True, timeout=300)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_no_helper_function_or_base_class_is_taken_for_a_benchmark() -> None:
+    names = discover("ci", "torch-ref")
+    ours = {n: v for n, v in names.items() if n.startswith(SUITES)}
+    assert ours, names
+    assert not [n for n in names if n.startswith(("harness.", "nvfp4_emulation."))]
+    assert all(n.endswith(".track_seconds") and v[2] == "seconds" for n, v in ours.items())
+
+
+def test_ci_profile_runs_torch_ref_only_and_hides_te_only_classes() -> None:
+    names = discover("ci")
+    assert names["quantize.Quantize.track_seconds"][1][0] == ["'torch-ref'"]
+    assert "contracts.ShapeContract.track_seconds" not in names
+    assert "contracts.RefParity.track_seconds" not in names
+
+
+def test_full_profile_has_real_shapes_all_backends_and_every_compile_mode() -> None:
+    names = discover("full")
+    quantize = names["quantize.Quantize.track_seconds"][1]
+    assert quantize[0] == ["'te'", "'te-ref'", "'torch-ref'"]
+    assert "'16384x8192'" in quantize[2] and "'2x2x2048x5120'" in quantize[2]
+    linear = names["linear.LinearFwdBwd.track_seconds"]
+    assert linear[0] == ["recipe", "rank", "mode"]
+    assert linear[1][2] == ["'eager'", "'default'", "'reduce-overhead'", "'max-autotune'"]
+    assert "'max-autotune'" not in discover("quick")["linear.LinearFwdBwd.track_seconds"][1][2]

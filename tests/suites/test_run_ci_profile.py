@@ -1,0 +1,142 @@
+"""End to end: the real `tewatch run --profile ci --backends torch-ref` (real `asv run`, CPU torch) in a
+throwaway git copy of the project, then the results file and every sidecar record are checked."""
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+SUITES = r"^(quantize|rht|gemm|linear|contracts)\."
+STATUSES = {"pass", "fail_accuracy", "error", "unsupported", "timeout", "oom"}
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("project")
+    shutil.copy(REPO / "asv.conf.json", root)
+    shutil.copytree(REPO / "benchmarks", root / "benchmarks", ignore=shutil.ignore_patterns("__pycache__"))
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "commit", "-qm", "snapshot")
+    return root
+
+
+def tewatch_run(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HOME=str(home), TORCHINDUCTOR_CACHE_DIR=str(home / "inductor"))
+    env.pop("TEWATCH_PROFILE", None)
+    env.pop("TEWATCH_BACKENDS", None)
+    return subprocess.run([sys.executable, "-m", "tewatch.runner", "--project", str(project), *args],
+                          env=env, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def run(project: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
+    home = tmp_path_factory.mktemp("home")
+    results = tmp_path_factory.mktemp("results")
+    proc = tewatch_run(project, home, "--profile", "ci", "--backends", "torch-ref", "--bench", SUITES,
+                       "--machine", "ci-cpu", "--results-dir", str(results), "--commit", COMMIT)
+    return proc, results
+
+
+def test_run_succeeds_and_files_results_under_the_given_commit(run: tuple) -> None:
+    proc, results = run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    files = [p for p in (results / "ci-cpu").glob("*.json") if p.name != "machine.json"]
+    assert [p.name[:9] for p in files] == [COMMIT[:8] + "-"]
+    data = json.loads(files[0].read_text())
+    assert data["commit_hash"] == COMMIT
+    machine = json.loads((results / "ci-cpu" / "machine.json").read_text())
+    assert machine["gpu_model"] == "cpu" and machine["compute_capability"] == ""
+    assert machine["gpu_count"] == "0"
+
+
+def _cases(results: Path) -> list[tuple[str, dict, object, list | None]]:
+    """(case, params, value, samples) for every benchmark x params of the run."""
+    import ast
+    import itertools
+
+    data = json.loads(next(p for p in (results / "ci-cpu").glob("0123*.json")).read_text())
+    benchmarks = json.loads((results / "benchmarks.json").read_text())
+    cols = data["result_columns"]
+    out = []
+    for name, row in data["results"].items():
+        row = row + [None] * (len(cols) - len(row))
+        names = benchmarks[name]["param_names"]
+        samples = row[cols.index("samples")] or [None] * 10**4
+        combos = itertools.product(*row[cols.index("params")])
+        for combo, value, sample in zip(combos, row[cols.index("result")], samples):
+            params = {n: ast.literal_eval(v) for n, v in zip(names, combo)}
+            out.append((name.rsplit(".", 1)[0], params, value, sample))
+    return out
+
+
+def test_every_case_has_a_valid_record_and_every_timing_has_samples(run: tuple) -> None:
+    from tewatch.runner.results import case_id
+
+    _, results = run
+    sidecar = next((results / "ci-cpu").glob("*.tewatch"))
+    cases = _cases(results)
+    assert {c[0] for c in cases} == {"quantize.Quantize", "rht.Rht", "gemm.Gemm", "linear.LinearFwdBwd",
+                                     "contracts.CpuRoundTrip", "contracts.CheckpointParity"}
+    for case, params, value, samples in cases:
+        if isinstance(value, float) and math.isnan(value):
+            continue  # a skip_params combination: not a case
+        record_path = sidecar / "cases" / f"{case_id(case, params)}.json"
+        record = json.loads(record_path.read_text())
+        assert record["schema"] == "tewatch.case/1"
+        assert record["case"] == case and record["params"] == params
+        assert record["labels"]["backend"] == "torch-ref"
+        assert record["verdict"]["status"] in STATUSES
+        assert all(c["status"] in STATUSES for c in record["extra_checks"])
+        # torch-ref on the CPU is the oracle CI trusts: every check must pass
+        assert record["verdict"]["status"] == "pass", record
+        assert value is not None and value > 0
+        assert samples and len(samples) >= 5 and all(s > 0 for s in samples)
+        assert min(samples) <= value <= max(samples)
+        for metric in record["metrics"].values():
+            assert set(metric) == {"value", "unit"} and math.isfinite(metric["value"])
+
+
+def test_derived_metrics_and_compile_parity_are_recorded(run: tuple) -> None:
+    _, results = run
+    records = [json.loads(p.read_text()) for p in next((results / "ci-cpu").glob("*.tewatch")).glob("cases/*")]
+    gemm = [r for r in records if r["case"] == "gemm.Gemm"]
+    assert gemm and {"tflops", "share_of_ceiling"} <= set(gemm[0]["metrics"])
+    assert gemm[0]["metrics"]["tflops"]["unit"] == "TFLOP/s"
+    compiled = [r for r in records if r["case"] == "linear.LinearFwdBwd" and r["params"]["mode"] != "eager"]
+    assert {r["params"]["rank"] for r in compiled} == {2, 3, 4}
+    for r in compiled:
+        assert r["verdict"]["check"] == "compiled_vs_eager" and r["verdict"]["tolerance"] == 0.0
+        assert r["metrics"]["compile_seconds"]["value"] > 0
+
+
+def test_run_json_and_asv_output_are_kept(run: tuple) -> None:
+    _, results = run
+    sidecar = next((results / "ci-cpu").glob("*.tewatch"))
+    run_json = json.loads((sidecar / "run.json").read_text())
+    assert run_json["schema"] == "tewatch.run/1" and run_json["profile"] == "ci"
+    assert run_json["backend_filter"] == "torch-ref" and run_json["asv_exit_code"] == 0
+    assert run_json["commit"] == COMMIT and run_json["commit_source"] == "explicit"
+    assert run_json["gpu"]["model"] == "cpu" and run_json["wall_seconds"] > 0
+    assert run_json["versions"]["asv"] == "0.6.6" and run_json["versions"]["torch"]
+    log = (sidecar / "asv-stderr.log").read_text()
+    assert "tewatch-case: rht.Rht-" in log
+
+
+def test_bad_options_fail_with_one_clear_line(project: Path, tmp_path: Path) -> None:
+    proc = tewatch_run(project, tmp_path, "--profile", "nightly", "--commit", COMMIT)
+    assert proc.returncode == 1
+    assert "--profile must be one of full, quick, ci" in " ".join(proc.stderr.split())
+    proc = tewatch_run(tmp_path, tmp_path, "--commit", COMMIT)
+    assert proc.returncode == 1 and "has no asv.conf.json" in " ".join(proc.stderr.split())
