@@ -116,9 +116,10 @@ def _builders(recipe: str, in_f: int, out_f: int, device: str) -> tuple[Any, Any
 
         return make_emulated, contextlib.nullcontext
 
-    import transformer_engine.pytorch as te
-
     from benchmarks.harness import te_ops
+    from benchmarks.harness.te_import import import_transformer_engine
+
+    te = import_transformer_engine()
 
     te_recipe = te_ops.recipe(recipe)
 

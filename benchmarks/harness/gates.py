@@ -94,7 +94,9 @@ def capabilities_from_te() -> Capabilities:
     if not torch.cuda.is_available():
         no = (False, "CUDA device required")
         return Capabilities(cuda=no, fp8=no, fp8_block=no, mxfp8=no, nvfp4=no)
-    from transformer_engine.pytorch import quantization as q
+    from benchmarks.harness.te_import import import_transformer_engine
+
+    q = import_transformer_engine().quantization
 
     def ask(fn: Callable[[], CheckResult]) -> CheckResult:
         ok, reason = fn()

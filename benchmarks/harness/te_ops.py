@@ -30,7 +30,9 @@ NVFP4_VARIANTS = {
 
 @functools.cache
 def _te() -> SimpleNamespace:
-    import transformer_engine.pytorch as te
+    from benchmarks.harness.te_import import import_transformer_engine
+
+    te = import_transformer_engine()
     import transformer_engine_torch as tex
     from transformer_engine.common import recipe
     from transformer_engine.pytorch.cpp_extensions import general_gemm
