@@ -42,6 +42,8 @@ def find_runs(results_dir: Path) -> list[RunFiles]:
     for path in sorted(results_dir.rglob("*.json")):
         if path.name in ASV_SIDE_FILES or any(p.name.endswith(SIDECAR_SUFFIX) for p in path.parents):
             continue
+        if any(part.startswith(".") for part in path.relative_to(results_dir).parts):
+            continue  # `tewatch run`'s own files (.tewatch-asv.conf.json, .tewatch-staging-*/)
         runs.append(_run_files(path, results_dir))
     return runs
 

@@ -25,6 +25,9 @@ class GpuInfo(Strict):
     mem_clock_max_mhz: float | None = None
     power_limit_w: float | None = None
     clocks_locked: bool | None = None
+    multiprocessors: int | None = None
+    l2_bytes: int | None = None
+    applications_sm_clock_mhz: float | None = None
 
 
 class GpuState(Strict):
@@ -39,6 +42,10 @@ class RunRecord(Strict):
     schema_: Literal["tewatch.run/1"] = Field(alias="schema")
     profile: str = "full"
     backend_filter: str | None = None
+    bench_filter: str | None = None
+    commit: str | None = None
+    commit_source: str | None = None
+    capabilities: dict[str, Any] = Field(default_factory=dict)
     started_at: datetime | None = None
     finished_at: datetime | None = None
     wall_seconds: float | None = None
@@ -59,6 +66,7 @@ class Check(Strict):
     message: str | None = None
     traceback_head: str | None = None
     reason: str | None = None
+    details: dict[str, Any] | None = None
 
 
 class Metric(Strict):
