@@ -136,7 +136,8 @@ def run_scenario(rank: int, world_size: int, scenario: Scenario) -> dict[str, An
         x, dy, w = _inputs(scenario, device)
         shards = Shards(scenario)
         weight_rank = (rank + 1) % world_size if scenario.fault == "wrong_weight_shard" else rank
-        x_local, dy_local = x[shards.input(rank)], dy[shards.output(rank)]
+        # a slice along the last dimension is strided; a rank holds its shard as a tensor of its own
+        x_local, dy_local = x[shards.input(rank)].contiguous(), dy[shards.output(rank)].contiguous()
         mark("setup", t0)
 
     with phase("reference"):
