@@ -1,6 +1,6 @@
 """Scaling efficiency and verdicts of the distributed suite from an asv results directory.
 
-    python scripts/distributed_scaling.py RESULTS_DIR
+    python scripts/distributed_scaling.py RESULTS_DIR      (e.g. .gpu-results/distributed)
 
 For every world-size-N case: the median seconds of forward+backward (slowest rank) at 1 GPU and at N,
 their ratio (time at 1 GPU / time at N: 2.0 is perfect strong scaling at 2 GPUs), the interconnect and

@@ -12,11 +12,10 @@ import torch
 class TELayers:
     def __init__(self, recipe: str, parallel_mode: str, sequence_parallel: bool, group: Any,
                  world_size: int) -> None:
-        import transformer_engine.pytorch as te
-
         from benchmarks.harness import te_ops
+        from benchmarks.harness.te_import import import_transformer_engine
 
-        self.te = te
+        self.te = import_transformer_engine()
         self.recipe = te_ops.recipe(recipe)
         self.parallel_mode = parallel_mode
         self.sequence_parallel = sequence_parallel
