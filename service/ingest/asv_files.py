@@ -6,7 +6,8 @@ import ast
 import functools
 import itertools
 import math
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from tewatch.ingest.errors import IngestError
@@ -28,25 +29,22 @@ RESULT_COLUMNS = (
     "samples",
     "profile",
 )
-PER_COMBINATION_COLUMNS = (
-    "stats_ci_99_a",
-    "stats_ci_99_b",
-    "stats_q_25",
-    "stats_q_75",
-    "stats_number",
-    "stats_repeat",
-    "samples",
-)
+STATS_COLUMNS = ("stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat")
 
 
-@dataclass
+@dataclass(slots=True)
 class ComboResult:
-    """One benchmark at one parameter combination, as asv stored it."""
+    """One benchmark at one parameter combination, as asv stored it; non-finite statistics are None."""
 
     param_reprs: tuple[str, ...]
     value: float | None  # float('nan') = skipped, None = failed
-    stats: dict[str, Any] = field(default_factory=dict)
     samples: list[float] | None = None
+    q_25: float | None = None
+    q_75: float | None = None
+    ci_99_a: float | None = None
+    ci_99_b: float | None = None
+    number: int | None = None
+    repeat: int | None = None
 
 
 @dataclass
@@ -97,6 +95,55 @@ def _finite_or_none(value: Any, file: str, where: str) -> float | int | None:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
+def _all_finite_floats(values: Iterable[Any]) -> bool:
+    """The common case, checked at C speed: every entry a finite float."""
+    values = list(values)
+    return set(map(type, values)) <= {float} and all(map(math.isfinite, values))
+
+
+def _finite_column(values: list[Any], file: str, where: str) -> list[Any]:
+    """Numbers with non-finite ones as None; anything else is an error naming its index."""
+    if _all_finite_floats(values) or set(map(type, values)) <= {int}:
+        return values
+    return [_finite_or_none(v, file, f"{where}[{i}]") for i, v in enumerate(values)]
+
+
+def _int_column(values: list[Any], file: str, where: str) -> list[int | None]:
+    values = _finite_column(values, file, where)
+    if set(map(type, values)) <= {int}:
+        return values
+    return [None if v is None else int(v) for v in values]
+
+
+def _value_column(values: list[Any], file: str, where: str) -> list[float | None]:
+    """Results keep NaN (asv's skip) and None (a failure)."""
+    if set(map(type, values)) <= {float}:
+        return values
+    for i, value in enumerate(values):
+        if value is not None and not _is_number(value):
+            raise IngestError(
+                f"expected a number, NaN or null, got {value!r}", file=file, field=f"{where}[{i}]"
+            )
+    return [None if v is None else float(v) for v in values]
+
+
+def _samples_column(values: list[Any], file: str, where: str) -> list[list[float] | None]:
+    """Each entry a list of samples or null; non-finite samples are dropped."""
+    if set(map(type, values)) <= {list} and _all_finite_floats(itertools.chain.from_iterable(values)):
+        return values
+    out = []
+    for i, samples in enumerate(values):
+        if samples is not None:
+            if not isinstance(samples, list):
+                raise IngestError("expected a list of samples or null", file=file, field=f"{where}[{i}]")
+            if not _all_finite_floats(samples):
+                samples = [
+                    s for s in (_finite_or_none(s, file, f"{where}[{i}]") for s in samples) if s is not None
+                ]
+        out.append(samples)
+    return out
+
+
 def parse_results(content: bytes, file: str = "result") -> AsvResults:
     data = load_json_object(content, file)
     version = data.get("version")
@@ -143,7 +190,7 @@ def _parse_row(name: str, row: Any, columns: list[str], file: str) -> BenchmarkR
     n = len(combos)
 
     def per_combo(column: str) -> list[Any]:
-        value = cells[column]
+        value = cells.get(column)
         if value is None:
             return [None] * n
         if not isinstance(value, list) or len(value) != n:
@@ -154,38 +201,18 @@ def _parse_row(name: str, row: Any, columns: list[str], file: str) -> BenchmarkR
             )
         return value
 
-    values = per_combo("result")
-    stats = {column: per_combo(column) for column in PER_COMBINATION_COLUMNS}
-    parsed: list[ComboResult] = []
-    for i, reprs in enumerate(combos):
-        value = values[i]
-        if value is not None and not _is_number(value):
-            raise IngestError(
-                f"expected a number, NaN or null, got {value!r}", file=file, field=f"{where}.result[{i}]"
-            )
-        samples = stats["samples"][i]
-        if samples is not None:
-            if not isinstance(samples, list):
-                raise IngestError(
-                    "expected a list of samples or null", file=file, field=f"{where}.samples[{i}]"
-                )
-            if not (all(type(s) is float for s in samples) and all(map(math.isfinite, samples))):
-                samples = [
-                    s
-                    for s in (_finite_or_none(s, file, f"{where}.samples[{i}]") for s in samples)
-                    if s is not None
-                ]
-        combo_stats = {
-            column: _finite_or_none(stats[column][i], file, f"{where}.{column}[{i}]")
-            for column in PER_COMBINATION_COLUMNS
-            if column != "samples"
-        }
-        parsed.append(
-            ComboResult(tuple(reprs), None if value is None else float(value), combo_stats, samples)
-        )
-    started_at = _finite_or_none(cells["started_at"], file, f"{where}.started_at")
-    duration = _finite_or_none(cells["duration"], file, f"{where}.duration")
-    version = cells["version"]
+    values = _value_column(per_combo("result"), file, f"{where}.result")
+    samples = _samples_column(per_combo("samples"), file, f"{where}.samples")
+    q_25, q_75, ci_99_a, ci_99_b = (
+        _finite_column(per_combo(f"stats_{c}"), file, f"{where}.stats_{c}")
+        for c in ("q_25", "q_75", "ci_99_a", "ci_99_b")
+    )
+    number = _int_column(per_combo("stats_number"), file, f"{where}.stats_number")
+    repeat = _int_column(per_combo("stats_repeat"), file, f"{where}.stats_repeat")
+    parsed = list(map(ComboResult, combos, values, samples, q_25, q_75, ci_99_a, ci_99_b, number, repeat))
+    started_at = _finite_or_none(cells.get("started_at"), file, f"{where}.started_at")
+    duration = _finite_or_none(cells.get("duration"), file, f"{where}.duration")
+    version = cells.get("version")
     if version is not None and not isinstance(version, str):
         raise IngestError("expected a string", file=file, field=f"{where}.version")
     return BenchmarkResult(

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import posixpath
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.fingerprints import digest_of, sha256_hex
+from tewatch.store import case_archive
 
 FILE_ROLES = ("result", "machine", "benchmarks", "run", "asv_stderr")
-CASES_ROLE = "cases"
+CASES_ROLE = case_archive.ROLE
 
 
-@dataclass
+@dataclass(frozen=True)
 class UploadBundle:
     result: bytes
     machine: bytes
@@ -26,19 +28,30 @@ class UploadBundle:
     pr_number: int | None = None
     merge_base_sha: str | None = None
     commit_date: datetime | None = None
+    _digest: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         names = [case_file_name(name, i) for i, (name, _) in enumerate(self.cases)]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
+        duplicates = sorted(name for name, count in Counter(names).items() if count > 1)
         if duplicates:
             raise IngestError(f"the same case file was sent twice: {', '.join(duplicates)}", file="cases")
-        self.cases = sorted(zip(names, (content for _, content in self.cases), strict=True))
+        object.__setattr__(self, "cases", sorted(zip(names, (c for _, c in self.cases), strict=True)))
 
     def files(self) -> list[tuple[str, bytes]]:
-        """(role, content) for every file, cases as `cases/<name>`; the roles RunFile rows keep."""
-        files = [(role, getattr(self, role)) for role in FILE_ROLES if getattr(self, role) is not None]
+        """(role, content) for every file as uploaded, cases as `cases/<name>`."""
+        files = self._single_files()
         files += [(f"{CASES_ROLE}/{name}", content) for name, content in self.cases]
         return files
+
+    def stored_files(self) -> list[tuple[str, bytes]]:
+        """(role, content) as the store keeps them (RunFile roles): the case records as one archive."""
+        files = self._single_files()
+        if self.cases:
+            files.append((CASES_ROLE, case_archive.pack(self.cases)))
+        return files
+
+    def _single_files(self) -> list[tuple[str, bytes]]:
+        return [(role, getattr(self, role)) for role in FILE_ROLES if getattr(self, role) is not None]
 
     def metadata(self) -> dict:
         return {
@@ -50,10 +63,13 @@ class UploadBundle:
         }
 
     def digest(self) -> str:
-        """Content digest over every part and the metadata: the identity of an upload."""
-        return digest_of(
-            {"files": {role: sha256_hex(content) for role, content in self.files()}, "meta": self.metadata()}
-        )
+        """Content digest over every part and the metadata: the identity of an upload.
+
+        Computed once: a bundle is frozen."""
+        if self._digest is None:
+            files = {role: sha256_hex(content) for role, content in self.files()}
+            object.__setattr__(self, "_digest", digest_of({"files": files, "meta": self.metadata()}))
+        return self._digest
 
 
 def case_file_name(name: str | None, index: int) -> str:

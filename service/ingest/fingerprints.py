@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+from json.encoder import encode_basestring as encode_json_string
 from typing import Any
 
 
@@ -27,6 +29,22 @@ def case_id(case_name: str, params: dict[str, Any]) -> str:
     return f"{case_name}-{hashlib.sha1(params_json.encode('utf-8')).hexdigest()[:12]}"
 
 
+def cached_case_id(case_name: str, params: dict[str, Any]) -> str:
+    """case_id, remembered for params of plain strings, integers, booleans and nulls (the usual ones)."""
+    if not all(type(v) in _PLAIN_TYPES for v in params.values()):
+        return case_id(case_name, params)
+    # the type is part of the key: 1, True and 1.0 are equal in Python but not in JSON
+    return _case_id_of_items(case_name, tuple((k, type(v), v) for k, v in params.items()))
+
+
+_PLAIN_TYPES = {str, int, bool, type(None)}
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _case_id_of_items(case_name: str, items: tuple[tuple[str, type, Any], ...]) -> str:
+    return case_id(case_name, {k: v for k, _, v in items})
+
+
 def case_fingerprint(case_name: str, params: dict[str, Any], gpu_model: str, compute_capability: str) -> str:
     return digest_of(
         {
@@ -38,6 +56,11 @@ def case_fingerprint(case_name: str, params: dict[str, Any], gpu_model: str, com
     )
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def series_fingerprint(benchmark: str, case_fingerprint: str) -> str:
-    """The case fingerprint already covers case name, params, GPU model and capability."""
-    return digest_of({"benchmark": benchmark, "case": case_fingerprint})
+    """The case fingerprint already covers case name, params, GPU model and capability.
+
+    Equal to `digest_of({"benchmark": benchmark, "case": case_fingerprint})`, written out because ingest
+    computes one per result row: the json module's string encoder without its object machinery."""
+    text = '{"benchmark":' + encode_json_string(benchmark) + ',"case":' + encode_json_string(case_fingerprint)
+    return sha256_hex(text + "}")

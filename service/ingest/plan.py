@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from tewatch.ingest.asv_files import (
     AsvResults,
@@ -19,6 +20,7 @@ from tewatch.ingest.asv_files import (
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.fingerprints import (
+    cached_case_id,
     case_fingerprint,
     case_id,
     digest_of,
@@ -73,6 +75,41 @@ class CasePlan:
         }
 
 
+class PlannedResult(NamedTuple):
+    """One results row; the writer swaps the series fingerprint for the series id."""
+
+    series_fingerprint: str
+    status: str
+    value: float | None
+    samples: list[float] | None
+    q_25: float | None
+    q_75: float | None
+    ci_99_a: float | None
+    ci_99_b: float | None
+    number: int | None
+    repeat: int | None
+    benchmark_version: str
+    started_at: datetime | None
+    duration: float | None
+
+
+class PlannedVerdict(NamedTuple):
+    """One verdicts row; the writer swaps the case fingerprint for the case id."""
+
+    case_fingerprint: str
+    status: str
+    check: str
+    metric: str | None
+    metric_value: float | None
+    tolerance: float | None
+    exception_class: str | None
+    message: str | None
+    traceback_head: str | None
+    reason: str | None
+    extra_checks: list[dict[str, Any]]
+    gpu_state: dict[str, Any]
+
+
 @dataclass
 class RunPlan:
     digest: str
@@ -83,14 +120,14 @@ class RunPlan:
     benchmarks: dict[str, dict[str, Any]]  # name -> row
     cases: dict[str, CasePlan]  # fingerprint -> case
     series: dict[str, tuple[str, str]]  # fingerprint -> (case fingerprint, benchmark name)
-    results: list[dict[str, Any]]  # rows with "series_fingerprint" instead of series_id
-    verdicts: list[dict[str, Any]]  # rows with "case_fingerprint" instead of case_id
-    files: list[tuple[str, bytes]] = field(default_factory=list)
+    results: list[PlannedResult]
+    verdicts: list[PlannedVerdict]
+    files: list[tuple[str, bytes]] = field(default_factory=list)  # (role, content) as the store keeps them
 
     def summary(self) -> dict[str, dict[str, int]]:
         return {
-            "results": dict(Counter(r["status"] for r in self.results)),
-            "verdicts": dict(Counter(v["status"] for v in self.verdicts)),
+            "results": dict(Counter(r.status for r in self.results)),
+            "verdicts": dict(Counter(v.status for v in self.verdicts)),
         }
 
 
@@ -113,6 +150,22 @@ def _ms_to_datetime(ms: int | None) -> datetime | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
+@functools.lru_cache(maxsize=1 << 15)
+def _case_identity(
+    case_name: str,
+    param_names: tuple[str, ...],
+    param_reprs: tuple[str, ...],
+    gpu_model: str,
+    compute_capability: str,
+) -> tuple[str, dict[str, Any], str]:
+    """(case id, params, case fingerprint) of one asv parameter combination; the same every upload.
+
+    The params dict is shared by every caller: treat it as read-only."""
+    params = {name: decode_param(r) for name, r in zip(param_names, param_reprs, strict=True)}
+    fingerprint = case_fingerprint(case_name, params, gpu_model, compute_capability)
+    return case_id(case_name, params), params, fingerprint
+
+
 def build_plan(bundle: UploadBundle) -> RunPlan:
     results = parse_results(bundle.result)
     infos = parse_benchmarks(bundle.benchmarks)
@@ -124,11 +177,12 @@ def build_plan(bundle: UploadBundle) -> RunPlan:
 
 
 def _case_records(bundle: UploadBundle) -> dict[str, CaseRecord]:
+    """Case id -> record."""
     records: dict[str, CaseRecord] = {}
     for name, content in bundle.cases:
         file = f"cases/{name}"
         record = parse_record(CaseRecord, content, file)
-        key = case_id(record.case, record.params)
+        key = cached_case_id(record.case, record.params)
         if key in records:
             raise IngestError(f"a second record for case {key}", file=file)
         records[key] = record
@@ -155,11 +209,10 @@ class _Planner:
             gpu.compute_capability if gpu else ""
         )
         self.cases: dict[str, CasePlan] = {}
-        self._case_memo: dict[tuple, tuple[str, CasePlan]] = {}
         self._by_case_id: dict[str, CasePlan] = {}
         self.series: dict[str, tuple[str, str]] = {}
         self.benchmarks: dict[str, dict[str, Any]] = {}
-        self.result_rows: list[dict[str, Any]] = []
+        self.result_rows: list[PlannedResult] = []
         # case fingerprint -> (benchmark, param reprs) of the failures of cases that have no record
         self.unrecorded_failures: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
 
@@ -179,30 +232,28 @@ class _Planner:
             series=self.series,
             results=self.result_rows,
             verdicts=verdicts,
-            files=self.bundle.files(),
+            files=self.bundle.stored_files(),
         )
 
     def _case(
-        self, case_name: str, params: dict[str, Any], memo_key: tuple | None = None
-    ) -> tuple[str, CasePlan]:
-        if memo_key is not None and memo_key in self._case_memo:
-            return self._case_memo[memo_key]
-        key = case_id(case_name, params)
-        if key in self._by_case_id:
-            return key, self._by_case_id[key]
-        fingerprint = case_fingerprint(case_name, params, self.gpu_model, self.compute_capability)
-        if fingerprint not in self.cases:
+        self, key: str, case_name: str, params: dict[str, Any], fingerprint: str | None = None
+    ) -> CasePlan:
+        """The case with this case id, created on first sight (labels from its record, if any)."""
+        case = self._by_case_id.get(key)
+        if case is not None:
+            return case
+        if fingerprint is None:
+            fingerprint = case_fingerprint(case_name, params, self.gpu_model, self.compute_capability)
+        case = self.cases.get(fingerprint)
+        if case is None:
             record = self.records.get(key)
             labels = (
                 dict(record.labels) if record else {k: v for k, v in params.items() if k in LABEL_COLUMNS}
             )
-            self.cases[fingerprint] = CasePlan(
-                fingerprint, case_name, params, self.gpu_model, self.compute_capability, labels
-            )
-        self._by_case_id[key] = self.cases[fingerprint]
-        if memo_key is not None:
-            self._case_memo[memo_key] = (key, self.cases[fingerprint])
-        return key, self.cases[fingerprint]
+            case = CasePlan(fingerprint, case_name, params, self.gpu_model, self.compute_capability, labels)
+            self.cases[fingerprint] = case
+        self._by_case_id[key] = case
+        return case
 
     def _series(self, benchmark: str, case: CasePlan) -> str:
         fingerprint = series_fingerprint(benchmark, case.fingerprint)
@@ -226,44 +277,51 @@ class _Planner:
             "higher_is_better": info.unit in HIGHER_IS_BETTER_UNITS,
         }
         started_at = _ms_to_datetime(benchmark.started_at_ms)
+        param_names = tuple(info.param_names)
+        by_case_id = self._by_case_id
+        # one pass per result row: the common path (a known case, a finite value) makes no further calls
         for combo in benchmark.combos:
-            if len(combo.param_reprs) != len(info.param_names):
+            if len(combo.param_reprs) != len(param_names):
                 raise IngestError(
-                    f"{len(combo.param_reprs)} parameters but benchmarks.json names {len(info.param_names)}",
+                    f"{len(combo.param_reprs)} parameters but benchmarks.json names {len(param_names)}",
                     file="result",
                     field=f"results.{benchmark.name}.params",
                 )
-            params = {
-                name: decode_param(r) for name, r in zip(info.param_names, combo.param_reprs, strict=True)
-            }
-            key, case = self._case(case_name, params, memo_key=(case_name, combo.param_reprs))
-            status = self._result_status(key, case, benchmark.name, combo.param_reprs, combo.value)
-            stats = combo.stats
+            key, params, fingerprint = _case_identity(
+                case_name, param_names, combo.param_reprs, self.gpu_model, self.compute_capability
+            )
+            case = by_case_id.get(key) or self._case(key, case_name, params, fingerprint)
+            value = combo.value
+            if value is not None and not math.isnan(value):
+                status = "ok"
+            else:
+                status = self._result_status(key, case, benchmark.name, combo.param_reprs, value)
+            series = series_fingerprint(benchmark.name, case.fingerprint)
+            self.series[series] = (case.fingerprint, benchmark.name)
             self.result_rows.append(
-                {
-                    "series_fingerprint": self._series(benchmark.name, case),
-                    "status": status,
-                    "value": combo.value if status == "ok" else None,
-                    "samples": combo.samples,
-                    "q_25": stats.get("stats_q_25"),
-                    "q_75": stats.get("stats_q_75"),
-                    "ci_99_a": stats.get("stats_ci_99_a"),
-                    "ci_99_b": stats.get("stats_ci_99_b"),
-                    "number": _int_or_none(stats.get("stats_number")),
-                    "repeat": _int_or_none(stats.get("stats_repeat")),
-                    "benchmark_version": benchmark.version,
-                    "started_at": started_at,
-                    "duration": benchmark.duration,
-                }
+                PlannedResult(
+                    series,
+                    status,
+                    value if status == "ok" else None,
+                    combo.samples,
+                    combo.q_25,
+                    combo.q_75,
+                    combo.ci_99_a,
+                    combo.ci_99_b,
+                    combo.number,
+                    combo.repeat,
+                    benchmark.version,
+                    started_at,
+                    benchmark.duration,
+                )
             )
 
     def _result_status(
         self, key: str, case: CasePlan, benchmark: str, reprs: tuple[str, ...], value: float | None
     ) -> str:
+        """The status of a result without a finite value (those are "ok")."""
         record = self.records.get(key)
         verdict = record.verdict.status if record else None
-        if value is not None and not math.isnan(value):
-            return "ok"
         if verdict == "unsupported":
             return "unsupported"
         if value is not None:  # NaN: asv skipped it
@@ -279,7 +337,7 @@ class _Planner:
         for key, record in sorted(self.records.items()):
             if not record.metrics:
                 continue
-            _, case = self._case(record.case, record.params)
+            case = self._case(key, record.case, record.params)
             for metric_name, metric in sorted(record.metrics.items()):
                 name = f"{record.case}.{metric_name}"
                 if name in self.benchmarks and self.benchmarks[name]["type"] != "metric":
@@ -298,27 +356,27 @@ class _Planner:
                     "higher_is_better": metric.unit in HIGHER_IS_BETTER_UNITS,
                 }
                 self.result_rows.append(
-                    {
-                        "series_fingerprint": self._series(name, case),
-                        "status": "ok",
-                        "value": metric.value,
-                        "samples": None,
-                        "q_25": None,
-                        "q_75": None,
-                        "ci_99_a": None,
-                        "ci_99_b": None,
-                        "number": None,
-                        "repeat": None,
-                        "benchmark_version": "",
-                        "started_at": _utc(record.recorded_at),
-                        "duration": None,
-                    }
+                    PlannedResult(
+                        self._series(name, case),
+                        "ok",
+                        metric.value,
+                        None,
+                        None,
+                        None,
+                        None,
+                        None,
+                        None,
+                        None,
+                        "",
+                        _utc(record.recorded_at),
+                        None,
+                    )
                 )
 
-    def _verdicts(self) -> list[dict[str, Any]]:
-        verdicts: list[dict[str, Any]] = []
-        for record in self.records.values():
-            _, case = self._case(record.case, record.params)
+    def _verdicts(self) -> list[PlannedVerdict]:
+        verdicts: list[PlannedVerdict] = []
+        for key, record in self.records.items():
+            case = self._case(key, record.case, record.params)
             verdicts.append(
                 _verdict_row(
                     case.fingerprint,
@@ -415,10 +473,6 @@ class _Planner:
         }
 
 
-def _int_or_none(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
 def _int_field(value: str | None, name: str) -> int | None:
     if value in (None, ""):
         return None
@@ -428,18 +482,18 @@ def _int_field(value: str | None, name: str) -> int | None:
         raise IngestError(f"expected an integer, got {value!r}", file="machine", field=name) from exc
 
 
-def _verdict_row(case_fp: str, check: Check, extra_checks: list, gpu_state: dict) -> dict[str, Any]:
-    return {
-        "case_fingerprint": case_fp,
-        "status": check.status,
-        "check": check.check or "",
-        "metric": check.metric,
-        "metric_value": check.value,
-        "tolerance": check.tolerance,
-        "exception_class": check.exception_class,
-        "message": check.message,
-        "traceback_head": check.traceback_head,
-        "reason": check.reason,
-        "extra_checks": extra_checks,
-        "gpu_state": gpu_state,
-    }
+def _verdict_row(case_fp: str, check: Check, extra_checks: list, gpu_state: dict) -> PlannedVerdict:
+    return PlannedVerdict(
+        case_fp,
+        check.status,
+        check.check or "",
+        check.metric,
+        check.value,
+        check.tolerance,
+        check.exception_class,
+        check.message,
+        check.traceback_head,
+        check.reason,
+        extra_checks,
+        gpu_state,
+    )

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.jsonfile import load_json_object
 
@@ -30,12 +30,19 @@ class GpuInfo(Strict):
     applications_sm_clock_mhz: float | None = None
 
 
+def _as_list(value: Any) -> Any:
+    """A reading of one GPU may come as a bare value (run.json's gpu_state_before/after on one GPU)."""
+    return value if isinstance(value, list) else [value]
+
+
 class GpuState(Strict):
-    sm_clock_mhz: list[float] = []
-    mem_clock_mhz: list[float] = []
-    power_w: list[float] = []
-    temperature_c: list[float] = []
-    throttle_reasons: list[str] = []
+    """One reading per GPU."""
+
+    sm_clock_mhz: Annotated[list[float], BeforeValidator(_as_list)] = Field(default_factory=list)
+    mem_clock_mhz: Annotated[list[float], BeforeValidator(_as_list)] = Field(default_factory=list)
+    power_w: Annotated[list[float], BeforeValidator(_as_list)] = Field(default_factory=list)
+    temperature_c: Annotated[list[float], BeforeValidator(_as_list)] = Field(default_factory=list)
+    throttle_reasons: Annotated[list[str], BeforeValidator(_as_list)] = Field(default_factory=list)
 
 
 class RunRecord(Strict):
@@ -50,7 +57,7 @@ class RunRecord(Strict):
     finished_at: datetime | None = None
     wall_seconds: float | None = None
     asv_exit_code: int | None = None
-    versions: dict[str, str | None] = {}
+    versions: dict[str, str | None] = Field(default_factory=dict)
     gpu: GpuInfo | None = None
     gpu_state_before: GpuState | None = None
     gpu_state_after: GpuState | None = None
@@ -77,11 +84,11 @@ class Metric(Strict):
 class CaseRecord(Strict):
     schema_: Literal["tewatch.case/1"] = Field(alias="schema")
     case: str
-    params: dict[str, Any] = {}
-    labels: dict[str, str | int | float | bool | None] = {}
+    params: dict[str, Any] = Field(default_factory=dict)
+    labels: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
     verdict: Check
-    extra_checks: list[Check] = []
-    metrics: dict[str, Metric] = {}
+    extra_checks: list[Check] = Field(default_factory=list)
+    metrics: dict[str, Metric] = Field(default_factory=dict)
     gpu_state: GpuState | None = None
     recorded_at: datetime | None = None
 
@@ -90,6 +97,10 @@ RecordT = TypeVar("RecordT", bound=Strict)
 
 
 def parse_record(model: type[RecordT], content: bytes, file: str) -> RecordT:
+    try:
+        return model.model_validate_json(content)
+    except ValidationError:
+        pass  # parsed again below, step by step, for an error that names the file, line and field
     data = load_json_object(content, file)
     try:
         return model.model_validate(data)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sqlalchemy import Engine, select
-from tewatch.ingest.bundle import CASES_ROLE, UploadBundle
+from tewatch.ingest.bundle import UploadBundle
+from tewatch.store import case_archive
 from tewatch.store.models import Commit, RawFile, Run, RunFile
 
 
@@ -22,8 +23,8 @@ def stored_bundles(engine: Engine) -> Iterator[tuple[int, UploadBundle]]:
                 .join(RawFile, RawFile.digest == RunFile.digest)
                 .where(RunFile.run_id == run.id)
             ).all()
-            by_role = {role: content for role, content in files}
-            prefix = CASES_ROLE + "/"
+            by_role = {role: bytes(content) for role, content in files}
+            archive = by_role.get(case_archive.ROLE)
             yield (
                 run.id,
                 UploadBundle(
@@ -32,9 +33,7 @@ def stored_bundles(engine: Engine) -> Iterator[tuple[int, UploadBundle]]:
                     benchmarks=by_role["benchmarks"],
                     run=by_role.get("run"),
                     asv_stderr=by_role.get("asv_stderr"),
-                    cases=[
-                        (role[len(prefix) :], c) for role, c in by_role.items() if role.startswith(prefix)
-                    ],
+                    cases=case_archive.unpack(archive) if archive is not None else [],
                     repo=run.repo,
                     branch=run.branch,
                     pr_number=run.pr_number,

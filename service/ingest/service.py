@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 from tewatch.ingest.bundle import UploadBundle
+from tewatch.ingest.gc_pause import collector_paused
 from tewatch.ingest.plan import build_plan
 from tewatch.ingest.writer import AlreadyStored, StoredRun, existing_run, store_plan
 from tewatch.store.database import write_connection
@@ -19,10 +20,11 @@ def ingest_bundle(engine: Engine, bundle: UploadBundle) -> StoredRun:
         found = existing_run(conn, digest)
     if found:
         return StoredRun(found[0], False, digest, found[1])
-    plan = build_plan(bundle)
     try:
-        with write_connection(engine) as conn:
-            return store_plan(conn, plan)
+        with collector_paused():
+            plan = build_plan(bundle)
+            with write_connection(engine) as conn:
+                return store_plan(conn, plan)
     except AlreadyStored as stored:
         with engine.connect() as conn:
             found = existing_run(conn, digest)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Table, select, tuple_
+from sqlalchemy import ARRAY, Connection, Table, any_, bindparam, func, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from tewatch.store.database import json_text
 
 CHUNK = 500
 
@@ -25,32 +26,50 @@ def _chunks(items: list, size: int = CHUNK) -> Iterable[list]:
 
 
 def _lookup(conn: Connection, table: Table, keys: Sequence[str], wanted: list[tuple]) -> dict[tuple, Any]:
-    found: dict[tuple, Any] = {}
     key_columns = [table.c[k] for k in keys]
     id_column = table.c.id
-    for chunk in _chunks(wanted):
-        if len(keys) == 1:
-            condition = key_columns[0].in_([k[0] for k in chunk])
+    if len(keys) == 1:
+        # the whole key list as one parameter: nothing to render or plan per key
+        column = key_columns[0]
+        values = [k[0] for k in wanted]
+        if conn.dialect.name == "postgresql":
+            condition = column == any_(bindparam("keys", values, type_=ARRAY(column.type)))
         else:
-            condition = tuple_(*key_columns).in_(chunk)
-        for row in conn.execute(select(id_column, *key_columns).where(condition)):
-            found[tuple(row[1:])] = row[0]
+            listed = func.json_each(bindparam("keys", json_text(values))).table_valued("value")
+            condition = column.in_(select(listed.c.value))
+        rows = conn.execute(select(id_column, column).where(condition)).all()
+        return {(key,): row_id for row_id, key in rows}
+    found: dict[tuple, Any] = {}
+    for chunk in _chunks(wanted):
+        rows = conn.execute(select(id_column, *key_columns).where(tuple_(*key_columns).in_(chunk))).all()
+        found.update((tuple(row[1:]), row[0]) for row in rows)
     return found
 
 
 def get_or_create_ids(
     conn: Connection, table: Table, rows: list[dict[str, Any]], keys: Sequence[str]
 ) -> dict[tuple, int]:
-    """Map each row's key tuple to its id, inserting the rows that do not exist yet.
+    """Map each row's key tuple to its id, inserting the rows that do not exist yet."""
+    by_key = {tuple(row[k] for k in keys): row for row in rows}
+    return get_or_create_lazily(conn, table, {key: by_key[key].copy for key in by_key}, keys)
+
+
+def get_or_create_lazily(
+    conn: Connection,
+    table: Table,
+    row_makers: Mapping[tuple, Callable[[], dict[str, Any]]],
+    keys: Sequence[str],
+) -> dict[tuple, int]:
+    """Like get_or_create_ids, building a row only for a key that is not stored yet.
 
     Inserts go in key order so that concurrent PostgreSQL transactions take row locks in the same order.
     """
-    by_key = {tuple(row[k] for k in keys): row for row in rows}
-    ids = _lookup(conn, table, keys, sorted(by_key))
-    missing = [by_key[k] for k in sorted(by_key) if k not in ids]
-    if missing:
+    ids = _lookup(conn, table, keys, list(row_makers))
+    missing_keys = sorted(k for k in row_makers if k not in ids)
+    if missing_keys:
+        missing = [row_makers[k]() for k in missing_keys]
         statement = insert_ignoring_conflicts(conn, table, missing, keys)
         for chunk in _chunks(missing):
             conn.execute(statement, chunk)
-        ids.update(_lookup(conn, table, keys, [k for k in sorted(by_key) if k not in ids]))
+        ids.update(_lookup(conn, table, keys, missing_keys))
     return ids

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, select, update
 from tewatch.ingest.fingerprints import sha256_hex
-from tewatch.ingest.plan import RunPlan
-from tewatch.ingest.upsert import get_or_create_ids, insert_ignoring_conflicts
+from tewatch.ingest.latest import update_latest_verdicts
+from tewatch.ingest.plan import PlannedResult, PlannedVerdict, RunPlan
+from tewatch.ingest.upsert import get_or_create_ids, get_or_create_lazily, insert_ignoring_conflicts
+from tewatch.store.bulk import insert_rows
 from tewatch.store.models import (
     Benchmark,
     Case,
@@ -22,6 +25,9 @@ from tewatch.store.models import (
     Series,
     Verdict,
 )
+
+RESULT_COLUMNS = ("run_id", "series_id", *PlannedResult._fields[1:])
+VERDICT_COLUMNS = ("run_id", "case_id", *PlannedVerdict._fields[1:])
 
 
 @dataclass
@@ -54,14 +60,20 @@ def store_plan(conn: Connection, plan: RunPlan) -> StoredRun:
     environment_id = _one_id(conn, Environment.__table__, plan.environment, ("digest",))
     commit_id = _store_commit(conn, plan.commit)
     benchmark_ids = _store_benchmarks(conn, plan)
-    case_ids = get_or_create_ids(
-        conn, Case.__table__, [c.row() for c in plan.cases.values()], ("fingerprint",)
+    case_ids = get_or_create_lazily(
+        conn, Case.__table__, {(fp,): case.row for fp, case in plan.cases.items()}, ("fingerprint",)
     )
-    series_rows = [
-        {"fingerprint": fp, "case_id": case_ids[(case_fp,)], "benchmark_id": benchmark_ids[benchmark]}
-        for fp, (case_fp, benchmark) in plan.series.items()
-    ]
-    series_ids = get_or_create_ids(conn, Series.__table__, series_rows, ("fingerprint",))
+
+    def series_row(fingerprint: str, case_fingerprint: str, benchmark: str) -> dict:
+        case_id, benchmark_id = case_ids[(case_fingerprint,)], benchmark_ids[benchmark]
+        return {"fingerprint": fingerprint, "case_id": case_id, "benchmark_id": benchmark_id}
+
+    series_ids = get_or_create_lazily(
+        conn,
+        Series.__table__,
+        {(fp,): functools.partial(series_row, fp, *identity) for fp, identity in plan.series.items()},
+        ("fingerprint",),
+    )
     summary = plan.summary()
     run_row = {
         **plan.run,
@@ -75,26 +87,19 @@ def store_plan(conn: Connection, plan: RunPlan) -> StoredRun:
     run_id = conn.execute(statement, run_row).scalar()
     if run_id is None:
         raise AlreadyStored(existing_run(conn, plan.digest)[0])
-    results = [
-        {
-            **{k: v for k, v in row.items() if k != "series_fingerprint"},
-            "run_id": run_id,
-            "series_id": series_ids[(row["series_fingerprint"],)],
-        }
-        for row in plan.results
-    ]
-    if results:
-        conn.execute(Result.__table__.insert(), results)
-    verdicts = [
-        {
-            **{k: v for k, v in row.items() if k != "case_fingerprint"},
-            "run_id": run_id,
-            "case_id": case_ids[(row["case_fingerprint"],)],
-        }
-        for row in plan.verdicts
-    ]
-    if verdicts:
-        conn.execute(Verdict.__table__.insert(), verdicts)
+    insert_rows(
+        conn,
+        Result.__table__,
+        RESULT_COLUMNS,
+        [(run_id, series_ids[(r.series_fingerprint,)], *r[1:]) for r in plan.results],
+    )
+    insert_rows(
+        conn,
+        Verdict.__table__,
+        VERDICT_COLUMNS,
+        [(run_id, case_ids[(v.case_fingerprint,)], *v[1:]) for v in plan.verdicts],
+    )
+    update_latest_verdicts(conn, run_id, plan.run["branch"])
     conn.execute(
         RunFile.__table__.insert(),
         [{"run_id": run_id, "role": role, "digest": file_digests[role]} for role, _ in plan.files],

@@ -168,14 +168,17 @@ class Run(Base):
 
 
 class Result(Base):
+    """run_id and series_id carry no foreign key on PostgreSQL (migration 0003 says why); ingest is the
+    only writer. Deleting a run must delete its results and verdicts itself."""
+
     __tablename__ = "results"
     __table_args__ = (
         UniqueConstraint("run_id", "series_id"),
         Index("ix_results_series_run", "series_id", "run_id"),
     )
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    series_id: Mapped[int] = mapped_column(ForeignKey("series.id"))
+    run_id: Mapped[int] = mapped_column(Integer)
+    series_id: Mapped[int] = mapped_column(Integer)
     status: Mapped[ResultStatus] = mapped_column(_enum(ResultStatus, "result_status"))
     value: Mapped[float | None] = mapped_column(Float)
     samples: Mapped[list | None] = mapped_column(JSON)
@@ -191,14 +194,16 @@ class Result(Base):
 
 
 class Verdict(Base):
+    """Like Result: run_id and case_id carry no foreign key on PostgreSQL."""
+
     __tablename__ = "verdicts"
     __table_args__ = (
         UniqueConstraint("run_id", "case_id"),
         Index("ix_verdicts_case_run", "case_id", "run_id"),
     )
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    case_id: Mapped[int] = mapped_column(ForeignKey("cases.id"))
+    run_id: Mapped[int] = mapped_column(Integer)
+    case_id: Mapped[int] = mapped_column(Integer)
     status: Mapped[VerdictStatus] = mapped_column(_enum(VerdictStatus, "verdict_status"))
     check: Mapped[str] = mapped_column(String(100), default="")
     metric: Mapped[str | None] = mapped_column(String(100))
@@ -212,8 +217,34 @@ class Verdict(Base):
     gpu_state: Mapped[dict] = mapped_column(JSON, default=dict)
 
 
+class LatestVerdict(Base):
+    """The verdict of the newest run (highest run id) of every case, kept by ingest in its transaction.
+
+    Derived rows, rewritten for every case on every upload: run_id and verdict_id carry no foreign key,
+    whose per-row checks would cost PostgreSQL more than the update itself. Ingest writes them from the
+    verdicts it has just inserted in the same transaction (tewatch.ingest.latest)."""
+
+    __tablename__ = "latest_verdicts"
+    case_id: Mapped[int] = mapped_column(ForeignKey("cases.id"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(Integer)
+    verdict_id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))
+
+
+class LatestBranchVerdict(Base):
+    """Like LatestVerdict, per branch (runs without a branch have no row here)."""
+
+    __tablename__ = "latest_branch_verdicts"
+    # branch first: the primary key is also the index that reads one branch
+    branch: Mapped[str] = mapped_column(String(200), primary_key=True)
+    case_id: Mapped[int] = mapped_column(ForeignKey("cases.id"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(Integer)
+    verdict_id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))
+
+
 class RawFile(Base):
-    """Every uploaded file, content-addressed, so a later parser can re-read every past upload."""
+    """Every uploaded file, content-addressed, so a later parser can re-read every past upload.
+
+    The case records of an upload are one raw file, a case archive (tewatch.store.case_archive)."""
 
     __tablename__ = "raw_files"
     digest: Mapped[str] = mapped_column(String(64), primary_key=True)

@@ -7,12 +7,16 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, and_, func, select
 from sqlalchemy.orm import aliased
+from tewatch.store import case_archive
 from tewatch.store.models import (
     Benchmark,
     Case,
     Commit,
     Environment,
+    LatestBranchVerdict,
+    LatestVerdict,
     Machine,
+    RawFile,
     Result,
     Run,
     RunFile,
@@ -138,10 +142,20 @@ def get_run(conn: Connection, run_id: int) -> dict[str, Any] | None:
     run["environment"] = _rows(
         conn, select(*Environment.__table__.columns).where(Environment.id == environment_id)
     )[0]
-    run["files"] = _rows(
-        conn, select(RunFile.role, RunFile.digest).where(RunFile.run_id == run_id).order_by(RunFile.role)
-    )
+    run["files"] = run_files(conn, run_id)
     return run
+
+
+def run_files(conn: Connection, run_id: int) -> list[dict[str, Any]]:
+    """Every file of the upload, case records one by one (`cases/<name>`) as they were uploaded."""
+    files = []
+    for role, digest in conn.execute(select(RunFile.role, RunFile.digest).where(RunFile.run_id == run_id)):
+        if role != case_archive.ROLE:
+            files.append({"role": role, "digest": digest})
+            continue
+        archive = conn.execute(select(RawFile.content).where(RawFile.digest == digest)).scalar_one()
+        files += [{"role": r, "digest": d} for r, d in case_archive.member_digests(bytes(archive))]
+    return sorted(files, key=lambda f: f["role"])
 
 
 def list_commits(
@@ -302,32 +316,37 @@ def latest_verdicts(
     branch: str | None = None,
     status: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The verdict of the most recent run of every case (one index probe per case, then one join)."""
-    newest = select(Verdict.id).where(Verdict.case_id == Case.id)
-    if branch is not None:
-        branch_run = aliased(Run)
-        newest = newest.join(branch_run, branch_run.id == Verdict.run_id).where(branch_run.branch == branch)
-    newest = newest.order_by(Verdict.run_id.desc()).limit(1).correlate(Case).scalar_subquery()
-    latest = aliased(Verdict)
+    """The verdict of the most recent run (highest run id) of every case, on one branch or on any.
+
+    Reads the small tables ingest keeps up to date (one row per case, or per case and branch)."""
+    if branch is None:
+        newest = select(LatestVerdict.case_id, LatestVerdict.verdict_id).subquery()
+    else:
+        newest = (
+            select(LatestBranchVerdict.case_id, LatestBranchVerdict.verdict_id)
+            .where(LatestBranchVerdict.branch == branch)
+            .subquery()
+        )
     statement = (
         select(
             Case.id.label("case_id"),
             *CASE_COLUMNS,
-            latest.run_id,
-            *(getattr(latest, c.key) for c in VERDICT_COLUMNS),
+            Verdict.run_id,
+            *VERDICT_COLUMNS,
             Commit.sha.label("commit_sha"),
             Run.branch,
             Run.uploaded_at,
         )
-        .select_from(Case)
-        .join(latest, latest.id == newest)
-        .join(Run, Run.id == latest.run_id)
+        .select_from(newest)
+        .join(Case, Case.id == newest.c.case_id)
+        .join(Verdict, Verdict.id == newest.c.verdict_id)
+        .join(Run, Run.id == Verdict.run_id)
         .join(Commit, Commit.id == Run.commit_id)
         .order_by(Case.case_name, Case.id)
     )
     statement = _case_filters(statement, case_name=case_name, gpu=gpu, backend=backend, recipe=recipe)
     if status is not None:
-        statement = statement.where(latest.status == status)
+        statement = statement.where(Verdict.status == status)
     rows = _rows(conn, statement)
     for row in rows:
         row["status"] = _enum_value(row["status"])
