@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.discover import RunFiles, find_runs
 
 from tests.conftest import fixture_results_dirs
@@ -37,3 +38,10 @@ def files_of(parts: dict[str, list[tuple[str, bytes]]]) -> list[tuple[str, tuple
 
 def post_run(client, parts: dict[str, list[tuple[str, bytes]]], **fields: str):
     return client.post("/api/v1/runs", files=files_of(parts), data=fields)
+
+
+def bundle_of(run: RunFiles, **metadata) -> UploadBundle:
+    """The UploadBundle the upload API would build from this run (for ingest without a server)."""
+    parts = parts_of(run)
+    single = {part: entries[0][1] for part, entries in parts.items() if part != "cases"}
+    return UploadBundle(**single, cases=parts.get("cases", []), **metadata)

@@ -1,0 +1,81 @@
+"""The latest-verdict tables agree with the verdicts themselves, whatever order runs arrive in."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from tewatch.ingest.latest import update_latest_verdicts
+from tewatch.ingest.service import ingest_bundle
+from tewatch.store import queries
+from tewatch.store.database import make_engine, write_connection
+
+from tests.service.uploads import bundle_of, tiny_run
+
+# the newest verdict of every case, straight from the verdicts (what the tables must always say)
+NEWEST = """
+SELECT v.case_id, v.run_id, v.status FROM verdicts v JOIN runs r ON r.id = v.run_id
+WHERE v.run_id = (SELECT max(v2.run_id) FROM verdicts v2 JOIN runs r2 ON r2.id = v2.run_id
+                  WHERE v2.case_id = v.case_id AND (CAST(:branch AS VARCHAR) IS NULL OR r2.branch = :branch))
+ORDER BY v.case_id
+"""
+
+
+def _expected(conn, branch: str | None) -> list[tuple]:
+    return [tuple(row) for row in conn.execute(text(NEWEST), {"branch": branch})]
+
+
+def _answered(conn, branch: str | None) -> list[tuple]:
+    rows = queries.latest_verdicts(conn, branch=branch)
+    return sorted((r["case_id"], r["run_id"], r["status"]) for r in rows)
+
+
+def test_latest_follows_every_upload_on_every_branch(db_url):
+    engine = make_engine(db_url)
+    uploads = [
+        ("main", 0),
+        ("feature", 1),
+        ("main", 1),
+        (None, 0),
+        ("feature", 0),
+    ]
+    try:
+        for branch, index in uploads:
+            ingest_bundle(engine, bundle_of(tiny_run(index), branch=branch, repo="acme/te"))
+            with engine.connect() as conn:
+                for scope in (None, "main", "feature"):
+                    assert _answered(conn, scope) == _expected(conn, scope), (branch, index, scope)
+        with engine.connect() as conn:
+            assert queries.latest_verdicts(conn, branch="no-such-branch") == []
+            assert {r["branch"] for r in queries.latest_verdicts(conn, branch="main")} == {"main"}
+    finally:
+        engine.dispose()
+
+
+def test_an_older_run_written_late_does_not_replace_a_newer_one(db_url):
+    """Two PostgreSQL transactions may commit out of run-id order: the highest run id stays."""
+    engine = make_engine(db_url)
+    try:
+        older = ingest_bundle(engine, bundle_of(tiny_run(0), branch="main")).run_id
+        newer = ingest_bundle(engine, bundle_of(tiny_run(1), branch="main")).run_id
+        with write_connection(engine) as conn:
+            update_latest_verdicts(conn, older, "main")
+        with engine.connect() as conn:
+            for scope in (None, "main"):
+                assert {r["run_id"] for r in queries.latest_verdicts(conn, branch=scope)} == {newer}
+    finally:
+        engine.dispose()
+
+
+def test_filters_combine_with_the_latest_table(db_url):
+    engine = make_engine(db_url)
+    try:
+        ingest_bundle(engine, bundle_of(tiny_run(0), branch="main"))
+        with engine.connect() as conn:
+            everything = queries.latest_verdicts(conn)
+            errors = queries.latest_verdicts(conn, status="error", branch="main")
+            te = queries.latest_verdicts(conn, backend="te")
+        assert [r["case_name"] for r in everything] == sorted(r["case_name"] for r in everything)
+        assert errors and {r["status"] for r in errors} == {"error"}
+        assert te and {r["backend"] for r in te} == {"te"}
+        assert len(errors) == sum(r["status"] == "error" for r in everything)
+    finally:
+        engine.dispose()

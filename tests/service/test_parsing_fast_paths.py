@@ -1,0 +1,160 @@
+"""The fast paths of ingest give exactly what the straightforward code gives, and the same errors."""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import threading
+
+import pytest
+from tewatch.ingest.asv_files import parse_results
+from tewatch.ingest.errors import IngestError
+from tewatch.ingest.fingerprints import cached_case_id, case_id, digest_of, series_fingerprint
+from tewatch.ingest.gc_pause import collector_paused
+from tewatch.ingest.jsonfile import load_json
+from tewatch.ingest.records import CaseRecord, parse_record
+
+from tests.service.uploads import all_fixture_runs
+
+JSON_TEXTS = [
+    b'{"a": [1, 2.5, -0.0, 1e400, NaN, -Infinity], "b": {"c": null, "d": true}}',
+    b'{"a": 1, "a": 2}',
+    b'{"big": 123456789012345678901234567890, "esc": "\\u00e9\\n\\"", "raw": "\xc3\xa9"}',
+    b'{"lone": "\\ud800"}',  # the json module keeps a lone surrogate
+    b"\xef\xbb\xbf{}",  # a byte-order mark is refused
+    b'{"a": 1} x',
+    b'["\xff"]',
+    b"  ",
+    b'{"a": 1,}',
+]
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def _json_module(content: bytes):
+    try:
+        return json.loads(content.decode("utf-8"))
+    except ValueError:
+        return "refused"
+
+
+@pytest.mark.parametrize("content", JSON_TEXTS)
+def test_load_json_equals_the_json_module(content):
+    try:
+        ours = load_json(content, "f")
+    except IngestError:
+        ours = "refused"
+    assert _same(ours, _json_module(content))
+
+
+def _record_or_error(content: bytes):
+    try:
+        return parse_record(CaseRecord, content, "cases/x.json").model_dump()
+    except IngestError as exc:
+        return str(exc)
+
+
+def _record_the_slow_way(content: bytes):
+    try:
+        data = json.loads(content.decode("utf-8"))
+    except ValueError:
+        return "refused"
+    try:
+        return CaseRecord.model_validate(data).model_dump()
+    except ValueError:
+        return "refused"
+
+
+def _case_files() -> list[bytes]:
+    files = [path.read_bytes() for run in all_fixture_runs() for path in run.cases]
+    base = json.loads(files[0])
+    variants = [
+        {**base, "params": {"x": float("nan")}},
+        {**base, "labels": {"rank": 1, "flag": True, "scale": 1.0, "none": None}},
+        {**base, "verdict": {**base["verdict"], "value": float("inf")}},
+        {**base, "recorded_at": 1_790_000_000},
+        {**base, "extra": 1},
+        [base],
+    ]
+    return files + [json.dumps(v).encode() for v in variants] + [b'{"schema": "tewatch.case/1"}']
+
+
+@pytest.mark.parametrize("content", _case_files(), ids=lambda c: str(len(c)))
+def test_case_records_parse_as_the_model_says(content):
+    ours = _record_or_error(content)
+    slow = _record_the_slow_way(content)
+    if slow == "refused":
+        assert isinstance(ours, str) and ours.startswith("cases/x.json")
+    else:
+        assert _same(ours, slow)
+
+
+def test_series_fingerprint_is_the_digest_of_its_definition():
+    for benchmark in ["gemm.Gemm.time_gemm", 'odd "name" \\ é \n \u2028 \x00', ""]:
+        assert series_fingerprint(benchmark, "ab12") == digest_of({"benchmark": benchmark, "case": "ab12"})
+
+
+def test_cached_case_id_keeps_json_types_apart():
+    for params in [{"rank": 1}, {"rank": True}, {"rank": 1.0}, {"rank": "1"}, {"a": None, "b": [1]}, {}]:
+        assert cached_case_id("m.C", params) == case_id("m.C", params)
+    assert len({cached_case_id("m.C", {"rank": v}) for v in (1, True, 1.0, "1")}) == 4
+
+
+def _results_file(**columns) -> bytes:
+    names = ["result", "params", "version", "started_at", "duration", *columns]
+    row = [[1.0, 2.0], [["'a'", "'b'"]], "v1", 1_790_000_000_000, 1.0, *columns.values()]
+    document = {"commit_hash": "ab", "env_name": "e", "version": 2, "result_columns": names,
+                "results": {"m.C.time_x": row}}  # fmt: skip
+    return json.dumps(document).encode()
+
+
+def test_results_statistics_are_checked_column_by_column():
+    parsed = parse_results(
+        _results_file(
+            stats_q_25=[0.5, float("inf")], stats_number=[1, 2.0], samples=[[1.0, float("nan")], None]
+        )
+    )
+    first, second = parsed.benchmarks[0].combos
+    assert (first.q_25, second.q_25) == (0.5, None)
+    assert (first.number, second.number) == (1, 2) and isinstance(second.number, int)
+    assert (first.samples, second.samples) == ([1.0], None)
+    with pytest.raises(IngestError) as bad:
+        parse_results(_results_file(stats_q_75=[0.5, "fast"]))
+    assert bad.value.field == "results.m.C.time_x.stats_q_75[1]"
+    with pytest.raises(IngestError) as bad:
+        parse_results(_results_file(samples=[[1.0], [2.0, "x"]]))
+    assert bad.value.field == "results.m.C.time_x.samples[1]"
+
+
+def test_results_without_the_optional_columns_parse():
+    combos = parse_results(_results_file()).benchmarks[0].combos
+    assert [(c.value, c.samples, c.number) for c in combos] == [(1.0, None, None), (2.0, None, None)]
+
+
+def test_collector_comes_back_after_overlapping_pauses():
+    assert gc.isenabled()
+    inside, release = threading.Event(), threading.Event()
+
+    def other_upload():
+        with collector_paused():
+            inside.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=other_upload)
+    with collector_paused():
+        thread.start()
+        inside.wait(10)
+        assert not gc.isenabled()
+    assert not gc.isenabled()  # the other upload is still in its pause
+    release.set()
+    thread.join(10)
+    assert gc.isenabled()
