@@ -16,7 +16,7 @@ python3 -m pip install -q --no-index --no-deps .whl/*.whl || exit 1
 # the runner's package `tewatch` is the folder service/; asv needs a git checkout to run in
 mkdir -p /tmp/tewatch-path && ln -sfn "$PWD/service" /tmp/tewatch-path/tewatch
 export PYTHONPATH=/tmp/tewatch-path${PYTHONPATH:+:$PYTHONPATH}
-[[ -d .git ]] || { git init -q && git add -A && git -c user.name=runner -c user.email=runner@localhost commit -qm suites; }
+git rev-parse HEAD >/dev/null 2>&1 || { rm -rf .git; git init -q && git add -A && git -c user.name=runner -c user.email=runner@localhost commit -qm suites; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 for chunk in contracts gemm linear quantize rht; do
   left=$(( budget - (SECONDS - start) - 15 ))

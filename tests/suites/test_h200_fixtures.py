@@ -1,15 +1,22 @@
-"""The records kept from the lent H200 follow docs/records.md and show what TE 2.20.2 did there."""
+"""The run kept from the lent H200 follows docs/records.md and shows what TE 2.20.2 did there."""
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from tewatch.runner import results
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+RUN_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "h200"
+RESULTS_FILE = next((RUN_DIR / "h200").glob("f7d8c16d-*.json"))
+SIDECAR = results.sidecar_dir(RESULTS_FILE)
 STATUSES = {"pass", "fail_accuracy", "error", "unsupported", "timeout", "oom"}
-RECORDS = sorted(FIXTURES.glob("h200*/**/cases/*.json"))
+RECORDS = sorted((SIDECAR / "cases").glob("*.json"))
+
+
+def _verdict(case: str, **params: object) -> dict:
+    return json.loads((SIDECAR / "cases" / f"{results.case_id(case, params)}.json").read_text())["verdict"]
 
 
 @pytest.mark.parametrize("path", RECORDS, ids=lambda p: p.stem)
@@ -21,17 +28,19 @@ def test_every_record_follows_the_contract(path: Path) -> None:
     assert set(record) >= {"labels", "extra_checks", "metrics", "gpu_state", "recorded_at"}
 
 
-def _verdict(case: str, **params: object) -> dict:
-    path = FIXTURES / "h200-contracts" / "cases" / f"{results.case_id(case, params)}.json"
-    return json.loads(path.read_text())["verdict"]
-
-
+@pytest.mark.parametrize("quantizer", ["nvfp4", "nvfp4-rht", "nvfp4-2d"])
 @pytest.mark.parametrize("rank", [3, 4])
-def test_nvfp4_shape_contract_breaks_for_3d_and_4d(rank: int) -> None:
-    verdict = _verdict("contracts.ShapeContract", quantizer="nvfp4", rank=rank)
+def test_nvfp4_shape_contract_breaks_for_3d_and_4d(quantizer: str, rank: int) -> None:
+    verdict = _verdict("contracts.ShapeContract", quantizer=quantizer, rank=rank)
     assert verdict["status"] == "error" and verdict["exception_class"] == "ShapeContractMismatch"
     assert "_columnwise_data" in verdict["message"]
-    assert _verdict("contracts.ShapeContract", quantizer="nvfp4", rank=2)["status"] == "pass"
+    assert _verdict("contracts.ShapeContract", quantizer=quantizer, rank=2)["status"] == "pass"
+
+
+@pytest.mark.parametrize("quantizer", ["fp8-current", "fp8-block", "mxfp8"])
+def test_other_quantizers_keep_their_shape_contract_at_every_rank(quantizer: str) -> None:
+    for rank in (2, 3, 4):
+        assert _verdict("contracts.ShapeContract", quantizer=quantizer, rank=rank)["status"] == "pass"
 
 
 def test_nvfp4_cpu_round_trip_is_a_recursion_error() -> None:
@@ -40,21 +49,28 @@ def test_nvfp4_cpu_round_trip_is_a_recursion_error() -> None:
     assert _verdict("contracts.CpuRoundTrip", quantizer="fp8-current")["status"] == "pass"
 
 
-def test_the_h200_run_has_timings_for_every_case_that_passed() -> None:
-    run_dir = FIXTURES / "h200"
-    benchmarks = results.load(run_dir / "benchmarks.json")
-    results_file = next((run_dir / "h200").glob("f7d8c16d-*.json"))
-    sidecar = results.sidecar_dir(results_file)
-    run = json.loads((sidecar / "run.json").read_text())
-    assert run["gpu"]["model"] == "NVIDIA H200" and run["versions"]["te"] == "2.20.2"
-    seen = 0
-    for case in results.iter_case_results(results.load(results_file), benchmarks):
-        if case.skipped and not (sidecar / "cases" / f"{case.case_id}.json").exists():
-            continue
-        record = json.loads((sidecar / "cases" / f"{case.case_id}.json").read_text())
-        if record["verdict"]["status"] == "pass":
+def test_the_emulation_matches_tes_reference_bit_for_bit_on_the_gpu() -> None:
+    for variant in ("nvfp4-rht", "nvfp4-2d"):
+        assert _verdict("contracts.RefParity", variant=variant)["status"] == "pass"
+
+
+def test_the_run_carries_the_stack_and_timings_for_every_case_that_passed() -> None:
+    benchmarks = results.load(RUN_DIR / "benchmarks.json")
+    run = json.loads((SIDECAR / "run.json").read_text())
+    assert run["gpu"]["model"] == "NVIDIA H200" and run["gpu"]["compute_capability"] == "9.0"
+    assert run["versions"]["te"] == "2.20.2" and run["versions"]["torch"].startswith("2.11")
+    statuses = Counter(json.loads(p.read_text())["verdict"]["status"] for p in RECORDS)
+    assert statuses == {"pass": 22, "error": 12, "fail_accuracy": 2}
+    raw = results.load(RESULTS_FILE)
+    samples_column = raw["result_columns"].index("samples")
+    timed = 0
+    for case in results.iter_case_results(raw, benchmarks):
+        record = json.loads((SIDECAR / "cases" / f"{case.case_id}.json").read_text())
+        if record["verdict"]["status"] in ("pass", "fail_accuracy"):
             assert case.value and case.value > 0
-            seen += 1
-        elif record["verdict"]["status"] == "unsupported":
-            assert case.skipped
-    assert seen == 12
+            timed += 1
+        else:
+            assert case.failed
+    assert timed == 24
+    rows = raw["results"].values()
+    assert all(len(s) >= 10 for row in rows for s in (row[samples_column] or []) if s is not None)
