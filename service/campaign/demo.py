@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +36,14 @@ def load_results(database_url: str, results_dir: Path, branch: str) -> list[tupl
         engine.dispose()
 
 
+def project_head(project: Path) -> str:
+    """torch-ref is the project's own code: its CPU runs are filed under the project's commit."""
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise FileNotFoundError(f"{project} is not a git checkout: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
 def prepare_demo(project: Path, database_url: str, run_suites: bool, say: Callable[[str], None]) -> None:
     upgrade(database_url)
     history = project / BUNDLED_HISTORY
@@ -46,7 +55,8 @@ def prepare_demo(project: Path, database_url: str, run_suites: bool, say: Callab
         with tempfile.TemporaryDirectory(prefix="tewatch-demo-") as tmp:
             say("running the CPU suites (torch-ref, ci profile) through asv; this takes a few minutes ...")
             outcome = run_suite(RunOptions(project=project, profile="ci", backends=("torch-ref",),
-                                           results_dir=Path(tmp)), lambda percent, what: None)
+                                           results_dir=Path(tmp), commit=project_head(project)),
+                                lambda percent, what: None)
             counts = ", ".join(f"{n} {status}" for status, n in sorted(outcome.counts.items()))
             say(f"CPU suites: {outcome.wall_seconds:.0f} s, verdicts: {counts}")
             stored = load_results(database_url, Path(tmp), "main")

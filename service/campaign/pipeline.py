@@ -38,6 +38,7 @@ class CampaignOptions:
     pr_number: int = 1
     branch: str = "main"
     base_results: Path | None = None
+    base_commit: str | None = None
     database_url: str | None = None
 
 
@@ -119,7 +120,7 @@ class Campaign:
         results = self.opts.base_results
         if results is None:
             results = self.opts.out / "base-results"
-            outcome = self._timed("base run", lambda: self._suite(results, None, {}))
+            outcome = self._timed("base run", lambda: self._suite(results, self.opts.base_commit, {}))
             commit = outcome.commit
         else:
             commit = self._single_commit(results)

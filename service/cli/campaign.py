@@ -19,6 +19,7 @@ def campaign(
     bench: str | None = typer.Option(None, help="regex of benchmarks to run (asv --bench)"),
     perturb: str = typer.Option("", help="perturbations of the head run (benchmarks/harness/perturb.py)"),
     base_results: Path | None = typer.Option(None, help="reuse these asv results as the base run"),
+    base_commit: str | None = typer.Option(None, help="file the base run under this commit (default: TE's)"),
     pr: int = typer.Option(1, "--pr", help="pull request number the head run is filed under"),
     project: Path = typer.Option(Path("."), help="folder holding asv.conf.json and benchmarks/"),
     db: DatabaseOption = None,
@@ -31,7 +32,8 @@ def campaign(
     opts = CampaignOptions(
         project=project.resolve(), out=out.resolve(), profile=profile, bench=bench, perturb=perturb,
         backends=tuple(b.strip() for b in backends.split(",") if b.strip()) if backends else None,
-        pr_number=pr, base_results=base_results.resolve() if base_results else None, database_url=db,
+        pr_number=pr, base_results=base_results.resolve() if base_results else None, base_commit=base_commit,
+        database_url=db,
     )
     try:
         summary = Campaign(opts, lambda line: console.print(line, highlight=False)).run()
