@@ -30,19 +30,21 @@ def case_id(case_name: str, params: dict[str, Any]) -> str:
 
 
 def cached_case_id(case_name: str, params: dict[str, Any]) -> str:
-    """case_id, remembered for params of plain strings, integers, booleans and nulls (the usual ones)."""
-    if not all(type(v) in _PLAIN_TYPES for v in params.values()):
-        return case_id(case_name, params)
-    # the type is part of the key: 1, True and 1.0 are equal in Python but not in JSON
-    return _case_id_of_items(case_name, tuple((k, type(v), v) for k, v in params.items()))
+    """case_id, remembered: every upload of a suite names the same cases again.
+
+    The key is repr(params): for values parsed from JSON, equal reprs mean equal JSON (1, True, 1.0 and
+    '1' all differ), and repr costs a fraction of the canonical JSON and its hash."""
+    key = (case_name, repr(params))
+    found = _case_ids.get(key)
+    if found is None:
+        if len(_case_ids) >= _CASE_IDS_KEPT:
+            _case_ids.clear()
+        found = _case_ids[key] = case_id(case_name, params)
+    return found
 
 
-_PLAIN_TYPES = {str, int, bool, type(None)}
-
-
-@functools.lru_cache(maxsize=1 << 15)
-def _case_id_of_items(case_name: str, items: tuple[tuple[str, type, Any], ...]) -> str:
-    return case_id(case_name, {k: v for k, _, v in items})
+_case_ids: dict[tuple[str, str], str] = {}
+_CASE_IDS_KEPT = 1 << 15
 
 
 def case_fingerprint(case_name: str, params: dict[str, Any], gpu_model: str, compute_capability: str) -> str:

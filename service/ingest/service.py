@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 from tewatch.ingest.bundle import UploadBundle
-from tewatch.ingest.gc_pause import collector_paused
+from tewatch.store.gc_pause import collector_paused
 from tewatch.ingest.plan import build_plan
 from tewatch.ingest.writer import AlreadyStored, StoredRun, existing_run, store_plan
 from tewatch.store.database import write_connection

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ARRAY, Connection, Table, any_, bindparam, func, select, tuple_
+from sqlalchemy import Connection, Table, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from tewatch.store.database import json_text
+from tewatch.store.key_lists import in_key_list
 
 CHUNK = 500
 
@@ -29,14 +29,8 @@ def _lookup(conn: Connection, table: Table, keys: Sequence[str], wanted: list[tu
     key_columns = [table.c[k] for k in keys]
     id_column = table.c.id
     if len(keys) == 1:
-        # the whole key list as one parameter: nothing to render or plan per key
         column = key_columns[0]
-        values = [k[0] for k in wanted]
-        if conn.dialect.name == "postgresql":
-            condition = column == any_(bindparam("keys", values, type_=ARRAY(column.type)))
-        else:
-            listed = func.json_each(bindparam("keys", json_text(values))).table_valued("value")
-            condition = column.in_(select(listed.c.value))
+        condition = in_key_list(conn, column, [k[0] for k in wanted])
         rows = conn.execute(select(id_column, column).where(condition)).all()
         return {(key,): row_id for row_id, key in rows}
     found: dict[tuple, Any] = {}

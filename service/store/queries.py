@@ -8,6 +8,8 @@ from typing import Any
 from sqlalchemy import Connection, Select, and_, func, select
 from sqlalchemy.orm import aliased
 from tewatch.store import case_archive
+from tewatch.store.gc_pause import collector_paused
+from tewatch.store.key_lists import in_key_list
 from tewatch.store.models import (
     Benchmark,
     Case,
@@ -59,7 +61,9 @@ class Page:
 
 
 def _rows(conn: Connection, statement: Select) -> list[dict[str, Any]]:
-    return [dict(row._mapping) for row in conn.execute(statement)]
+    result = conn.execute(statement)
+    keys = list(result.keys())
+    return [dict(zip(keys, row, strict=True)) for row in result.all()]
 
 
 def _page(conn: Connection, statement: Select, limit: int, offset: int) -> Page:
@@ -318,15 +322,13 @@ def latest_verdicts(
 ) -> list[dict[str, Any]]:
     """The verdict of the most recent run (highest run id) of every case, on one branch or on any.
 
-    Reads the small tables ingest keeps up to date (one row per case, or per case and branch)."""
+    Reads the small tables ingest keeps up to date (one row per case, or per case and branch), then
+    fetches those verdicts by id: one index probe each, however many runs the store holds."""
     if branch is None:
-        newest = select(LatestVerdict.case_id, LatestVerdict.verdict_id).subquery()
+        newest = select(LatestVerdict.verdict_id)
     else:
-        newest = (
-            select(LatestBranchVerdict.case_id, LatestBranchVerdict.verdict_id)
-            .where(LatestBranchVerdict.branch == branch)
-            .subquery()
-        )
+        newest = select(LatestBranchVerdict.verdict_id).where(LatestBranchVerdict.branch == branch)
+    verdict_ids = conn.scalars(newest).all()
     statement = (
         select(
             Case.id.label("case_id"),
@@ -337,17 +339,18 @@ def latest_verdicts(
             Run.branch,
             Run.uploaded_at,
         )
-        .select_from(newest)
-        .join(Case, Case.id == newest.c.case_id)
-        .join(Verdict, Verdict.id == newest.c.verdict_id)
+        .select_from(Verdict)
+        .join(Case, Case.id == Verdict.case_id)
         .join(Run, Run.id == Verdict.run_id)
         .join(Commit, Commit.id == Run.commit_id)
+        .where(in_key_list(conn, Verdict.id, verdict_ids, "verdict_ids"))
         .order_by(Case.case_name, Case.id)
     )
     statement = _case_filters(statement, case_name=case_name, gpu=gpu, backend=backend, recipe=recipe)
     if status is not None:
         statement = statement.where(Verdict.status == status)
-    rows = _rows(conn, statement)
+    with collector_paused():
+        rows = _rows(conn, statement)
     for row in rows:
         row["status"] = _enum_value(row["status"])
     return rows

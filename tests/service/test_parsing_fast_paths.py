@@ -11,7 +11,7 @@ import pytest
 from tewatch.ingest.asv_files import parse_results
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.fingerprints import cached_case_id, case_id, digest_of, series_fingerprint
-from tewatch.ingest.gc_pause import collector_paused
+from tewatch.store.gc_pause import collector_paused
 from tewatch.ingest.jsonfile import load_json
 from tewatch.ingest.records import CaseRecord, parse_record
 
