@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -178,6 +179,7 @@ def main() -> None:
     parser.add_argument("--verdict-queries", type=int, default=40, help="latest-verdicts queries timed")
     args = parser.parse_args()
     console = Console(width=max(Console().width, 150))
+    load_before = os.getloadavg()
     reports = []
     if args.backend in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as folder:
@@ -205,6 +207,10 @@ def main() -> None:
     console.print(table)
     console.print("targets: ingest >= 20,000 rows/s; series p95 < 50 ms (points per series: "
                   f"{reports[0]['points']}); latest verdicts p95 < 200 ms")  # fmt: skip
+    # other work on the machine slows every figure: say how busy it was
+    load_after = os.getloadavg()
+    console.print(f"load average (1 min) before {load_before[0]:.2f}, after {load_after[0]:.2f}; "
+                  f"{os.cpu_count()} CPUs")  # fmt: skip
 
 
 if __name__ == "__main__":
