@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from tewatch.detect.changepoint import detect_change_points
 from tewatch.detect.config import ChangePointConfig
@@ -23,6 +23,7 @@ from tewatch.store.alert_models import (
     Detection,
     PrComparison,
 )
+from tewatch.store.key_lists import in_key_list
 from tewatch.store.models import Benchmark, Case, Series
 
 if TYPE_CHECKING:
@@ -46,7 +47,9 @@ def perf_signals(session: Session, case_ids: list[int]) -> dict[int, PerfSignal]
     """
     if not case_ids:
         return {}
+    wanted = set(case_ids)
     signals: dict[int, PerfSignal] = {}
+    # live alerts are few, however many cases there are: read them all, keep the wanted cases'
     for case_id, effect in session.execute(
         select(func.coalesce(Alert.case_id, Series.case_id), Alert.effect)
         .outerjoin(Series, Series.id == Alert.series_id)
@@ -54,15 +57,15 @@ def perf_signals(session: Session, case_ids: list[int]) -> dict[int, PerfSignal]
             Alert.kind == AlertKind.regression,
             Alert.status.in_(LIVE_ALERT_STATES),
             Alert.pr_number.is_(None),
-            or_(Alert.case_id.in_(case_ids), Series.case_id.in_(case_ids)),
         )
+        .order_by(Alert.id)
     ):
-        if case_id is not None and case_id not in signals:
+        if case_id in wanted and case_id not in signals:
             signals[case_id] = PerfSignal("regression", effect)
     newest = (
         select(Series.case_id, func.max(Detection.id).label("detection_id"))
         .join(Detection, Detection.series_id == Series.id)
-        .where(Series.case_id.in_(case_ids), Detection.active.is_(True))
+        .where(in_key_list(session.connection(), Series.case_id, case_ids, "case_ids"), Detection.active.is_(True))
         .group_by(Series.case_id)
         .subquery()
     )

@@ -1,26 +1,34 @@
 """The dashboard's read queries. Every page reads the store through this module, never through raw SQL.
 
 "Latest" means the run with the highest id that matches the branch filter; with no branch chosen, every
-run that is not a pull-request run. Per-case and per-series look-ups are correlated subqueries walking the
-(case_id, run_id) and (series_id, run_id) indexes backwards, so they stay cheap on a long history.
+run that is not a pull-request run. A case's latest verdict comes from the latest-verdict tables ingest keeps
+(one row per case, and per case and branch); only a case whose newest verdict is a pull request's falls back
+to walking its (case_id, run_id) index backwards. Per-series look-ups walk the (series_id, run_id) index the
+same way, so they stay cheap on a long history. Lists of ids travel as one bound parameter (key_lists).
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
-from sqlalchemy import ColumnElement, and_, func, select, true
+from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session
 from tewatch.dashboards import detection
 from tewatch.dashboards.status import Severity, severity
+from tewatch.store.gc_pause import collector_paused
+from tewatch.store.key_lists import in_key_list
 from tewatch.store.models import (
     Benchmark,
     Case,
     Commit,
     Environment,
+    LatestBranchVerdict,
+    LatestVerdict,
     Machine,
     Result,
     Run,
@@ -141,7 +149,7 @@ class CaseRow:
     primary_unit: str = "seconds"
     latest_value: float | None = None
 
-    @property
+    @cached_property
     def suite(self) -> str:
         return self.case_name.split(".", 1)[0]
 
@@ -153,7 +161,7 @@ class CaseRow:
     def severity(self) -> Severity:
         return severity(self.status, self.perf_signal)
 
-    @property
+    @cached_property
     def params_label(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
 
@@ -161,6 +169,11 @@ class CaseRow:
         haystack = [self.case_name, self.params_label, self.gpu_model, self.status or "", self.verdict_check,
                     self.exception_class or "", self.message or ""]
         return needle in " ".join(haystack).lower()
+
+
+def key_list(session: Session, column: ColumnElement, ids: Sequence[int], name: str) -> ColumnElement[bool]:
+    """`column IN ids` as one bound parameter: thousands of ids cost no SQL to render or plan."""
+    return in_key_list(session.connection(), column, ids, name)
 
 
 def _latest_verdict_id(branch: str):
@@ -183,7 +196,7 @@ def _verdict_views(session: Session, verdict_ids: list[int]) -> dict[int, Verdic
         select(Verdict, Run.branch, Run.pr_number, Run.started_at, Run.uploaded_at, Commit.sha)
         .join(Run, Run.id == Verdict.run_id)
         .join(Commit, Commit.id == Run.commit_id)
-        .where(Verdict.id.in_(verdict_ids))
+        .where(key_list(session, Verdict.id, verdict_ids, "verdict_ids"))
     ).all()
     return {v.id: _verdict_view(v, branch, pr, started or uploaded, sha)
             for v, branch, pr, started, uploaded, sha in rows}
@@ -200,10 +213,12 @@ def _verdict_view(v: Verdict, branch, pr, at, sha) -> VerdictView:
 
 def _primary_series(session: Session, case_ids: list[int]) -> dict[int, tuple[int, str]]:
     """The series a case is judged by: its timing in seconds, not its compile time or derived metrics."""
+    if not case_ids:
+        return {}
     rows = session.execute(
         select(Series.case_id, Series.id, Benchmark.name, Benchmark.unit)
         .join(Benchmark, Benchmark.id == Series.benchmark_id)
-        .where(Series.case_id.in_(case_ids))
+        .where(key_list(session, Series.case_id, case_ids, "case_ids"))
         .order_by(Series.id)
     ).all()
     best: dict[int, tuple[int, int, str]] = {}
@@ -235,37 +250,95 @@ def _latest_values(session: Session, series_ids: list[int], branch: str) -> dict
         .correlate(Series)
         .scalar_subquery()
     )
-    return dict(session.execute(select(Series.id, latest).where(Series.id.in_(series_ids))).all())
+    return dict(session.execute(
+        select(Series.id, latest).where(key_list(session, Series.id, series_ids, "series_ids"))
+    ).all())
 
 
-def case_heads(session: Session, filters: Filters, extra: ColumnElement[bool] | None = None) -> list[CaseRow]:
-    """Every case matching the filters with its latest verdict in brief and its perf signal: one statement
-    plus the signals, so pages can sort and count thousands of cases and fill in only what they show."""
-    stmt = (
-        select(Case.id, Case.case_name, Case.params, Case.gpu_model, Case.backend, Case.recipe, Case.mode, Case.rank,
-               Case.world_size, Case.labels, Verdict.id, Verdict.status, Verdict.check, Verdict.exception_class,
-               Verdict.message, Verdict.reason)
-        .outerjoin(Verdict, Verdict.id == _latest_verdict_id(filters.branch))
-        .where(*filters.case_clauses(), extra if extra is not None else true())
+_CASE_COLUMNS = (Case.id, Case.case_name, Case.params, Case.gpu_model, Case.backend, Case.recipe, Case.mode,
+                 Case.rank, Case.world_size, Case.labels)
+_VERDICT_BRIEF = (Verdict.id, Verdict.status, Verdict.check, Verdict.exception_class, Verdict.message,
+                  Verdict.reason)
+
+
+def _case_row(case: Sequence, verdict: Sequence) -> CaseRow:
+    cid, name, params, gpu, backend, recipe, mode, rank, ws, labels = case
+    vid, status, check, exc, message, reason = verdict
+    return CaseRow(
+        case_id=cid, case_name=name, params=params or {}, gpu_model=gpu, backend=backend, recipe=recipe,
+        mode=mode, rank=rank, world_size=ws, labels=labels or {}, verdict_id=vid,
+        verdict_status=status.value if status is not None else None, verdict_check=check or "",
+        exception_class=exc, message=message, reason=reason,
     )
-    rows = [
-        CaseRow(
-            case_id=cid, case_name=name, params=params or {}, gpu_model=gpu, backend=backend, recipe=recipe,
-            mode=mode, rank=rank, world_size=ws, labels=labels or {}, verdict_id=vid,
-            verdict_status=status.value if status is not None else None, verdict_check=check or "",
-            exception_class=exc, message=message, reason=reason,
+
+
+def latest_cases(session: Session, filters: Filters, extra: ColumnElement[bool] | None = None) -> list[CaseRow]:
+    """Every case matching the filters (search aside) with its latest verdict in brief, in one statement on
+    the latest-verdict tables; then, with no branch chosen, the few cases whose newest verdict is a pull
+    request's get their newest non-PR verdict by walking their own history."""
+    where = [*filters.case_clauses(), *([extra] if extra is not None else [])]
+    n_case = len(_CASE_COLUMNS)
+    if filters.branch:
+        stmt = (
+            select(*_CASE_COLUMNS, *_VERDICT_BRIEF)
+            .outerjoin(LatestBranchVerdict, and_(LatestBranchVerdict.case_id == Case.id,
+                                                 LatestBranchVerdict.branch == filters.branch))
+            .outerjoin(Verdict, Verdict.id == LatestBranchVerdict.verdict_id)
+            .where(*where)
         )
-        for cid, name, params, gpu, backend, recipe, mode, rank, ws, labels, vid, status, check, exc, message, reason
-        in session.execute(stmt)
-    ]
-    if filters.q:
-        needle = filters.q.lower()
-        rows = [r for r in rows if r.matches(needle)]
+        with collector_paused():
+            return [_case_row(row[:n_case], row[n_case:]) for row in session.execute(stmt)]
+    stmt = (
+        select(*_CASE_COLUMNS, *_VERDICT_BRIEF, Run.pr_number)
+        .outerjoin(LatestVerdict, LatestVerdict.case_id == Case.id)
+        .outerjoin(Run, Run.id == LatestVerdict.run_id)
+        .outerjoin(Verdict, Verdict.id == LatestVerdict.verdict_id)
+        .where(*where)
+    )
+    rows, from_pull_requests = [], []
+    with collector_paused():
+        for row in session.execute(stmt):
+            rows.append(_case_row(row[:n_case], row[n_case:-1]))
+            if row[-1] is not None:
+                from_pull_requests.append(rows[-1])
+    if from_pull_requests:
+        _replace_pull_request_verdicts(session, from_pull_requests)
+    return rows
+
+
+def _replace_pull_request_verdicts(session: Session, rows: list[CaseRow]) -> None:
+    """Give rows whose newest verdict came from a pull request their newest verdict from any other run."""
+    found = {
+        row[0]: row[1:]
+        for row in session.execute(
+            select(Case.id, *_VERDICT_BRIEF)
+            .join(Verdict, Verdict.id == _latest_verdict_id(""))
+            .where(key_list(session, Case.id, [r.case_id for r in rows], "case_ids"))
+        )
+    }
+    empty = (None,) * len(_VERDICT_BRIEF)
+    for r in rows:
+        vid, status, check, exc, message, reason = found.get(r.case_id, empty)
+        r.verdict_id, r.verdict_status, r.verdict_check = vid, status.value if status else None, check or ""
+        r.exception_class, r.message, r.reason = exc, message, reason
+
+
+def add_perf_signals(session: Session, rows: list[CaseRow]) -> None:
     signals = perf_signals(session, [r.case_id for r in rows])
     for r in rows:
         signal = signals.get(r.case_id)
         if signal:
             r.perf_signal, r.perf_effect = signal.kind, signal.effect
+
+
+def case_heads(session: Session, filters: Filters, extra: ColumnElement[bool] | None = None) -> list[CaseRow]:
+    """Every case matching the filters with its latest verdict in brief and its perf signal, so pages can
+    sort and count thousands of cases and fill in only what they show."""
+    rows = latest_cases(session, filters, extra)
+    if filters.q:
+        needle = filters.q.lower()
+        rows = [r for r in rows if r.matches(needle)]
+    add_perf_signals(session, rows)
     return rows
 
 
@@ -319,7 +392,9 @@ def overview(session: Session, filters: Filters, shown: int | None = None) -> Ov
     fill_details(session, rows[:shown] if shown is not None else rows, filters.branch)
     summaries: dict[tuple[str, str], SuiteSummary] = {}
     for r in rows:
-        summary = summaries.setdefault((r.suite, r.gpu_model), SuiteSummary(r.suite, r.gpu_model))
+        summary = summaries.get((r.suite, r.gpu_model))
+        if summary is None:
+            summary = summaries[(r.suite, r.gpu_model)] = SuiteSummary(r.suite, r.gpu_model)
         summary.counts[r.severity] += 1
     return Overview(
         rows=rows,
@@ -376,17 +451,16 @@ def matrix_column(mode: str | None, rank: int | None, labels: dict) -> tuple[int
 
 
 def matrix(session: Session, filters: Filters) -> list[Matrix]:
-    placed = {
-        case_id: column
-        for case_id, mode, rank, labels in session.execute(
-            select(Case.id, Case.mode, Case.rank, Case.labels).where(*filters.case_clauses())
-        )
-        if (column := matrix_column(mode, rank, labels or {})) is not None
-    }
+    placed: dict[int, tuple[int, str]] = {}
+    rows = []
+    for r in latest_cases(session, filters):
+        if (column := matrix_column(r.mode, r.rank, r.labels)) is not None:
+            placed[r.case_id] = column
+            rows.append(r)
+    add_perf_signals(session, rows)
+    fill_values(session, rows, filters.branch)
     grids: dict[tuple[str, int | None], dict[tuple, MatrixRow]] = defaultdict(dict)
     names: dict[tuple[str, int | None], set[str]] = defaultdict(set)
-    rows = case_heads(session, filters, Case.id.in_(placed)) if placed else []
-    fill_values(session, rows, filters.branch)
     for r in rows:
         column = placed[r.case_id]
         other = ", ".join(f"{k}={v}" for k, v in sorted(r.params.items()) if k not in MATRIX_AXES)

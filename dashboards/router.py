@@ -1,8 +1,20 @@
 """The dashboard: one APIRouter with every page, included by the service's app like any API router."""
 
-from fastapi import APIRouter
-from tewatch.dashboards.routes import alerts, cases, matrix, overview, pr, runs, series, static
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
-router = APIRouter(include_in_schema=False)
+from fastapi import APIRouter, FastAPI
+from tewatch.dashboards.routes import alerts, cases, matrix, overview, pr, runs, series, static
+from tewatch.dashboards.runtime import compile_templates, frozen_heap
+
+
+@asynccontextmanager
+async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    compile_templates()
+    with frozen_heap():
+        yield
+
+
+router = APIRouter(include_in_schema=False, lifespan=lifespan)
 for _module in (overview, matrix, cases, series, runs, pr, alerts, static):
     router.include_router(_module.router)

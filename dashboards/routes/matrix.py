@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 from tewatch.dashboards import queries
 from tewatch.dashboards.deps import get_session
+from tewatch.dashboards.matrix_cells import row_cells
 from tewatch.dashboards.routes.common import BadFilter, error_page, parse_filters, render
 from tewatch.dashboards.security import SecureHeadersRoute
 
@@ -16,10 +17,6 @@ router = APIRouter(route_class=SecureHeadersRoute)
 
 MODE_LABELS = {"reduce-overhead": "reduce-ovh.", "max-autotune": "max-autot."}
 CHECK_LABELS = {"shape_contract": "contract", "cpu_round_trip": "CPU round trip", "checkpoint": "checkpoint"}
-STATUS_LABELS = {
-    "pass": "pass", "fail_accuracy": "fail acc.", "error": "error", "unsupported": "unsupp.",
-    "timeout": "timeout", "oom": "oom", None: "—",
-}
 
 
 @router.get("/matrix", response_class=HTMLResponse)
@@ -32,6 +29,6 @@ def matrix(request: Request, session: Annotated[Session, Depends(get_session)], 
     return render(
         request, "matrix.html", nav="matrix", title="Compile vs eager", matrices=queries.matrix(session, filters),
         filters=filters, options=queries.filter_options(session), show_world_size=True,
-        modes=queries.MATRIX_MODES, ranks=queries.MATRIX_RANKS, labels=STATUS_LABELS,
+        modes=queries.MATRIX_MODES, ranks=queries.MATRIX_RANKS, row_cells=row_cells,
         mode_labels=MODE_LABELS, check_labels=CHECK_LABELS, main_class="wide",
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from tewatch.dashboards.queries import matrix_column
 from tewatch.ingest.discover import RunFiles
 
 from tests.conftest import FIXTURES, REPO_ROOT, LiveServer, start_server, stop_server
@@ -22,6 +23,7 @@ SCREENSHOTS = REPO_ROOT / "test-output" / "screenshots"
 H200_FIXTURES = FIXTURES / "h200"
 MARKUP = '<script>window["tewatchPwned"]=1</script>'
 PR_NUMBER = 4242
+PR_ONLY_EXCEPTION = "PullRequestOnlyError"
 
 
 @dataclass
@@ -69,13 +71,24 @@ def markup_variant(run: RunFiles) -> tuple[dict[str, list[tuple[str, bytes]]], s
 
 
 def pull_request_variant(run: RunFiles) -> tuple[dict[str, list[tuple[str, bytes]]], str]:
-    """A copy of a real run as the head of a pull request: a new commit whose merge base is the run's own."""
+    """A copy of a real run as the head of a pull request: a new commit whose merge base is the run's own,
+    where the first passing case of the compile-vs-eager grid fails with PR_ONLY_EXCEPTION (default-branch
+    pages must not show it)."""
     parts = parts_of(run)
     results = json.loads(parts["result"][0][1])
     base = results["commit_hash"]
     results["commit_hash"] = "feed" + base[4:]
     parts["result"] = [(parts["result"][0][0], json.dumps(results).encode())]
-    return parts, base
+    for i, record in _case_records(parts):
+        labels, params = record.get("labels", {}), record.get("params", {})
+        in_grid = matrix_column(labels.get("mode", params.get("mode")), labels.get("rank", params.get("rank")),
+                                labels) is not None
+        if record["verdict"].get("status") == "pass" and in_grid:
+            record["verdict"] = {"status": "error", "check": record["verdict"].get("check", ""),
+                                 "exception_class": PR_ONLY_EXCEPTION, "message": "fails only in the pull request"}
+            parts["cases"][i] = (parts["cases"][i][0], json.dumps(record).encode())
+            return parts, base
+    raise AssertionError(f"{run.result} holds no passing case of the compile-vs-eager grid")
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import re
 import httpx
 import pytest
 
-from tests.dashboard.conftest import H200_FIXTURES, MARKUP, PR_NUMBER, screenshot
+from tests.dashboard.conftest import H200_FIXTURES, MARKUP, PR_NUMBER, PR_ONLY_EXCEPTION, screenshot
 from tests.dashboard.expectations import FAILURES, expected_matrix, h200_runs, latest_records
 
 SEVERITY_OF_STATUS = {"error": 0, "fail_accuracy": 0, "timeout": 0, "oom": 0, "pass": 3, "": 4, "unsupported": 5}
@@ -40,6 +40,20 @@ def test_every_page_answers_with_security_headers(site):
             assert answer.headers["x-content-type-options"] == "nosniff", path
         assert client.get("/matrix", params={"world_size": "two"}).status_code == 400
         assert client.get("/runs", params={"page": "-1"}).status_code == 400
+
+
+def test_pull_request_verdicts_stay_off_the_default_branch_pages(site):
+    """The pull request's run is the newest upload, and one of its cases fails only there: the default-branch
+    overview and matrix keep showing that case's verdict from the last default-branch run."""
+    with httpx.Client(base_url=site.url, timeout=30) as client:
+        on_branch = client.get("/", params={"branch": "feature", "q": PR_ONLY_EXCEPTION, "all": "1"}).text
+        case_ids = re.findall(r'data-case-id="(\d+)" data-status="error"', on_branch)
+        assert len(case_ids) == 1, "the pull request's branch should show its one PR-only failure"
+        overview = client.get("/", params={"all": "1"}).text
+        assert PR_ONLY_EXCEPTION not in overview
+        assert f'data-case-id="{case_ids[0]}" data-status="pass"' in overview
+        assert PR_ONLY_EXCEPTION not in client.get("/matrix").text
+        assert PR_ONLY_EXCEPTION in client.get("/matrix", params={"branch": "feature"}).text
 
 
 def test_overview_puts_failures_first_and_greys_unsupported(site, page):
