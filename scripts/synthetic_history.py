@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, insert, select
+from tewatch.ingest.latest import update_latest_verdicts
 from tewatch.store.database import make_engine
 from tewatch.store.migrate import upgrade_engine
 from tewatch.store.models import (
@@ -347,6 +348,9 @@ def generate(engine: Engine, results: int, seed: int = 7, progress: bool = True)
     _insert(engine, Result, result_buf)
     written["results"] += len(result_buf)
     written["verdicts"] += len(verdict_buf)
+    with engine.begin() as conn:  # the latest-verdict tables, as ingest leaves them after each upload
+        for run in runs:
+            update_latest_verdicts(conn, run.id, "main")
     if progress:
         print()
     return written
