@@ -44,6 +44,9 @@ def run(
         console.print(f"[red]tewatch run: {exc}[/]", highlight=False)
         raise typer.Exit(1) from exc
     counts = ", ".join(f"{k} {v}" for k, v in sorted(outcome.counts.items()))
+    if outcome.written_for_failures:
+        written = ", ".join(f"{k} {v}" for k, v in sorted(outcome.written_for_failures.items()))
+        counts += f" (records from asv's output for failed cases: {written})"
     console.print(f"results  {outcome.results_file}", highlight=False)
     console.print(f"sidecar  {outcome.sidecar}", highlight=False)
     console.print(f"commit   {outcome.commit} ({outcome.commit_source}); asv exit {outcome.asv_exit_code}; "

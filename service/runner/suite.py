@@ -56,8 +56,9 @@ class RunOutcome:
     asv_exit_code: int
     commit: str
     commit_source: str
-    counts: dict[str, int]
+    counts: dict[str, int]  # verdict status -> cases
     wall_seconds: float
+    written_for_failures: dict[str, int] = field(default_factory=dict)  # records tewatch run wrote or amended
 
 
 def _load_config(project: Path) -> dict[str, Any]:
@@ -195,9 +196,8 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
         "gpu_state_before": info["gpu_state"],
         "gpu_state_after": probe(opts, env)["gpu_state"] if info["gpu"].get("model") != "cpu" else {},
     })
-    counts = _verdict_counts(side / "cases")
-    counts.update({f"added_{k}": v for k, v in added.items()})
-    return RunOutcome(final, side, exit_code, sha, source, counts, wall)
+    return RunOutcome(final, side, exit_code, sha, source, _verdict_counts(side / "cases"), wall,
+                      {k: v for k, v in added.items() if v})
 
 
 def _verdict_counts(cases: Path) -> dict[str, int]:
