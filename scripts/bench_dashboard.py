@@ -12,6 +12,7 @@ Prints one table per history. Target: p95 < 300 ms for every page.
 
     .venv/bin/python scripts/bench_dashboard.py                    # both histories, 1M results each
     .venv/bin/python scripts/bench_dashboard.py --shape suites --results 200000   # quick look
+    .venv/bin/python scripts/bench_dashboard.py --shape wide --fill --database-url postgresql://...  # PostgreSQL
 """
 
 from __future__ import annotations
@@ -176,14 +177,21 @@ def main() -> None:
     parser.add_argument("--shape", choices=["suites", "wide", "both"], default="both")
     parser.add_argument("--results", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=40, help="timed requests per page")
-    parser.add_argument("--database-url", help="time pages on this existing database instead of generating one")
+    parser.add_argument("--database-url", help="time pages on this database instead of a temporary SQLite one")
+    parser.add_argument("--fill", action="store_true",
+                        help="with --database-url (an empty database, e.g. PostgreSQL): generate one --shape into it first")
     args = parser.parse_args()
     console = Console()
     ok = True
+    fills = {"suites": fill_suites, "wide": fill_wide}
+    if args.fill and (not args.database_url or args.shape == "both"):
+        parser.error("--fill needs --database-url and one --shape (suites or wide)")
     if args.database_url:
-        ok = report("given database", args.database_url, time_pages(args.database_url, args.requests, console), console)
+        if args.fill:
+            fills[args.shape](args.database_url, args.results, console)
+        title = f"{args.shape} history" if args.fill else "given database"
+        ok = report(title, args.database_url, time_pages(args.database_url, args.requests, console), console)
     else:
-        fills = {"suites": fill_suites, "wide": fill_wide}
         for shape in (["suites", "wide"] if args.shape == "both" else [args.shape]):
             with tempfile.TemporaryDirectory() as folder:
                 url = f"sqlite:///{folder}/bench.sqlite3"
