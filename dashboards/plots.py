@@ -6,12 +6,10 @@ Renders with the object-oriented API (no pyplot state), so concurrent requests d
 from __future__ import annotations
 
 import io
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
 
 import matplotlib
 from matplotlib.figure import Figure
+from tewatch.dashboards.render_cache import RenderCache
 from tewatch.dashboards.series_chart import ChartData
 
 matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "tewatch", "font.size": 9})
@@ -88,25 +86,4 @@ def render_series_svg(chart: ChartData, width: float = 10.0, height: float = 3.6
     return buf.getvalue()
 
 
-class SvgCache:
-    """A small thread-safe LRU of rendered SVGs, keyed by what would change the picture."""
-
-    def __init__(self, size: int = 256) -> None:
-        self._items: OrderedDict[Hashable, str] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
-
-    def get_or_render(self, key: Hashable, render: Callable[[], str]) -> str:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        svg = render()
-        with self._lock:
-            self._items[key] = svg
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-        return svg
-
-
-svg_cache = SvgCache()
+svg_cache = RenderCache()

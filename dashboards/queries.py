@@ -20,6 +20,7 @@ from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session
 from tewatch.dashboards import detection
 from tewatch.dashboards.status import Severity, severity
+from tewatch.store.alert_models import Alert, AlertStatusChange, Detection
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.key_lists import in_key_list
 from tewatch.store.models import (
@@ -98,6 +99,19 @@ def filter_options(session: Session) -> FilterOptions:
         ],
         world_sizes=distinct(Case.world_size),
     )
+
+
+def store_state(session: Session) -> tuple:
+    """Changes whenever what the case-wide pages show may have changed: an upload (cases, series, verdicts
+    and results arrive only with a run), an alert opening or changing status (each adds a status change),
+    detection recording or withdrawing a change point. Read it before the data it stands for."""
+    return tuple(session.execute(select(
+        select(func.max(Run.id)).scalar_subquery(),
+        select(func.max(Alert.id)).scalar_subquery(),
+        select(func.max(AlertStatusChange.id)).scalar_subquery(),
+        select(func.max(Detection.id)).scalar_subquery(),
+        select(func.max(Detection.updated_at)).scalar_subquery(),
+    )).one())
 
 
 # ---------------------------------------------------------------------------------------------- cases

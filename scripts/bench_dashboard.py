@@ -109,13 +109,16 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def time_pages(url: str, requests: int, console: Console) -> list[tuple[str, int, list[float]]]:
+def time_pages(url: str, requests: int, console: Console, page_cache: bool = True) -> list[tuple[str, int, list[float]]]:
     port = free_port()
+    env = {"TEWATCH_DATABASE_URL": url, "PATH": "/usr/bin:/bin"}
+    if not page_cache:
+        env["TEWATCH_DASHBOARD_CACHE_ENTRIES"] = "0"
     with tempfile.NamedTemporaryFile("w+", suffix=".log") as log:
         server = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "--factory", "tewatch.api.app:create_app", "--host", "127.0.0.1",
              "--port", str(port), "--log-level", "warning"],
-            env={"TEWATCH_DATABASE_URL": url, "PATH": "/usr/bin:/bin"}, stdout=log, stderr=subprocess.STDOUT,
+            env=env, stdout=log, stderr=subprocess.STDOUT,
         )
         base = f"http://127.0.0.1:{port}"
         try:
@@ -178,25 +181,29 @@ def main() -> None:
     parser.add_argument("--results", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=40, help="timed requests per page")
     parser.add_argument("--database-url", help="time pages on this database instead of a temporary SQLite one")
+    parser.add_argument("--no-page-cache", dest="page_cache", action="store_false",
+                        help="render the overview and matrix on every request (what the first view after an upload costs)")
     parser.add_argument("--fill", action="store_true",
                         help="with --database-url (an empty database, e.g. PostgreSQL): generate one --shape into it first")
     args = parser.parse_args()
     console = Console()
     ok = True
     fills = {"suites": fill_suites, "wide": fill_wide}
+    cache_note = "" if args.page_cache else ", page cache off"
     if args.fill and (not args.database_url or args.shape == "both"):
         parser.error("--fill needs --database-url and one --shape (suites or wide)")
     if args.database_url:
         if args.fill:
             fills[args.shape](args.database_url, args.results, console)
-        title = f"{args.shape} history" if args.fill else "given database"
-        ok = report(title, args.database_url, time_pages(args.database_url, args.requests, console), console)
+        title = (f"{args.shape} history" if args.fill else "given database") + cache_note
+        timings = time_pages(args.database_url, args.requests, console, args.page_cache)
+        ok = report(title, args.database_url, timings, console)
     else:
         for shape in (["suites", "wide"] if args.shape == "both" else [args.shape]):
             with tempfile.TemporaryDirectory() as folder:
                 url = f"sqlite:///{folder}/bench.sqlite3"
                 fills[shape](url, args.results, console)
-                ok &= report(f"{shape} history", url, time_pages(url, args.requests, console), console)
+                ok &= report(f"{shape} history{cache_note}", url, time_pages(url, args.requests, console, args.page_cache), console)
     raise SystemExit(0 if ok else 1)
 
 

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
-from tewatch.dashboards.queries import Filters
+from markupsafe import Markup
+from sqlalchemy.orm import Session
+from tewatch.dashboards.queries import Filters, store_state
+from tewatch.dashboards.render_cache import RenderCache
 from tewatch.dashboards.templating import format_time, templates
+
+_cache_lock = threading.Lock()
+DEFAULT_CACHE_ENTRIES = 64
 
 
 def render(request: Request, template: str, *, nav: str = "", title: str = "", status_code: int = 200,
@@ -16,6 +24,25 @@ def render(request: Request, template: str, *, nav: str = "", title: str = "", s
     context.update(nav=nav, title=title, now=format_time(datetime.now(UTC)),
                    params=dict(request.query_params))
     return templates.TemplateResponse(request, template, context, status_code=status_code)
+
+
+def content_cache(request: Request) -> RenderCache:
+    """The app's cache of rendered page contents (one per app: apps on other databases share nothing)."""
+    state = request.app.state
+    with _cache_lock:
+        if not hasattr(state, "dashboard_cache"):
+            settings = getattr(state, "settings", None)
+            state.dashboard_cache = RenderCache(getattr(settings, "dashboard_cache_entries", DEFAULT_CACHE_ENTRIES))
+        return state.dashboard_cache
+
+
+def cached_content(request: Request, session: Session, template: str, build: Callable[[], dict[str, Any]]) -> Markup:
+    """`template` rendered with what `build()` reads, reused while the store's state and the query stay the
+    same: the pages that read every case cost one small query between uploads."""
+    key = (template, tuple(sorted(request.query_params.multi_items())), store_state(session))
+    params = dict(request.query_params)
+    return Markup(content_cache(request).get_or_render(
+        key, lambda: templates.get_template(template).render(params=params, **build())))
 
 
 def error_page(request: Request, status_code: int, message: str) -> HTMLResponse:

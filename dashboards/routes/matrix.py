@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from tewatch.dashboards import queries
 from tewatch.dashboards.deps import get_session
 from tewatch.dashboards.matrix_cells import row_cells
-from tewatch.dashboards.routes.common import BadFilter, error_page, parse_filters, render
+from tewatch.dashboards.routes.common import BadFilter, cached_content, error_page, parse_filters, render
 from tewatch.dashboards.security import SecureHeadersRoute
 
 router = APIRouter(route_class=SecureHeadersRoute)
@@ -26,9 +26,13 @@ def matrix(request: Request, session: Annotated[Session, Depends(get_session)], 
         filters = parse_filters(gpu, recipe, backend, branch, world_size=world_size)
     except BadFilter as exc:
         return error_page(request, 400, str(exc))
-    return render(
-        request, "matrix.html", nav="matrix", title="Compile vs eager", matrices=queries.matrix(session, filters),
-        filters=filters, options=queries.filter_options(session), show_world_size=True,
-        modes=queries.MATRIX_MODES, ranks=queries.MATRIX_RANKS, row_cells=row_cells,
-        mode_labels=MODE_LABELS, check_labels=CHECK_LABELS, main_class="wide",
-    )
+
+    def build() -> dict:
+        return dict(
+            matrices=queries.matrix(session, filters), filters=filters, options=queries.filter_options(session),
+            show_world_size=True, modes=queries.MATRIX_MODES, ranks=queries.MATRIX_RANKS, row_cells=row_cells,
+            mode_labels=MODE_LABELS, check_labels=CHECK_LABELS,
+        )
+
+    content = cached_content(request, session, "matrix.html", build)
+    return render(request, "page.html", nav="matrix", title="Compile vs eager", content=content, main_class="wide")

@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 from tewatch.dashboards import queries
 from tewatch.dashboards.deps import get_session
-from tewatch.dashboards.routes.common import BadFilter, error_page, parse_filters, render
+from tewatch.dashboards.routes.common import BadFilter, cached_content, error_page, parse_filters, render
 from tewatch.dashboards.security import SecureHeadersRoute
 from tewatch.dashboards.status import Severity
 
@@ -25,9 +25,11 @@ def overview(request: Request, session: Annotated[Session, Depends(get_session)]
     except BadFilter as exc:
         return error_page(request, 400, str(exc))
     shown = None if all else ROWS_SHOWN
-    data = queries.overview(session, filters, shown)
-    return render(
-        request, "overview.html", nav="overview", title="Overview", data=data, filters=filters,
-        options=queries.filter_options(session), sev=Severity, show_search=True,
-        shown=len(data.rows) if shown is None else shown,
-    )
+
+    def build() -> dict:
+        data = queries.overview(session, filters, shown)
+        return dict(data=data, filters=filters, options=queries.filter_options(session), sev=Severity,
+                    show_search=True, shown=len(data.rows) if shown is None else shown)
+
+    content = cached_content(request, session, "overview.html", build)
+    return render(request, "page.html", nav="overview", title="Overview", content=content)

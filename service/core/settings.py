@@ -25,6 +25,7 @@ class Settings(BaseSettings):
     max_upload_bytes: int = 64 * 1024 * 1024
     public_url: str = "http://127.0.0.1:8000"
     read_token_required: bool = False
+    dashboard_cache_entries: int = 64  # rendered overview/matrix contents kept per store state; 0: none
     # detection and webhooks
     detect_after_upload: bool = True
     webhook_worker: bool = True  # deliver webhooks from inside the service

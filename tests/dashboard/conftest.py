@@ -70,14 +70,13 @@ def markup_variant(run: RunFiles) -> tuple[dict[str, list[tuple[str, bytes]]], s
     return parts, renamed, message
 
 
-def pull_request_variant(run: RunFiles) -> tuple[dict[str, list[tuple[str, bytes]]], str]:
-    """A copy of a real run as the head of a pull request: a new commit whose merge base is the run's own,
-    where the first passing case of the compile-vs-eager grid fails with PR_ONLY_EXCEPTION (default-branch
-    pages must not show it)."""
+def failing_variant(run: RunFiles, commit_prefix: str, exception_class: str) -> tuple[dict[str, list[tuple[str, bytes]]], str]:
+    """A copy of a real run at a new commit (its hash starting with `commit_prefix`) whose first passing case
+    of the compile-vs-eager grid fails with `exception_class`; and the run's own commit hash."""
     parts = parts_of(run)
     results = json.loads(parts["result"][0][1])
     base = results["commit_hash"]
-    results["commit_hash"] = "feed" + base[4:]
+    results["commit_hash"] = commit_prefix + base[len(commit_prefix):]
     parts["result"] = [(parts["result"][0][0], json.dumps(results).encode())]
     for i, record in _case_records(parts):
         labels, params = record.get("labels", {}), record.get("params", {})
@@ -85,10 +84,16 @@ def pull_request_variant(run: RunFiles) -> tuple[dict[str, list[tuple[str, bytes
                                 labels) is not None
         if record["verdict"].get("status") == "pass" and in_grid:
             record["verdict"] = {"status": "error", "check": record["verdict"].get("check", ""),
-                                 "exception_class": PR_ONLY_EXCEPTION, "message": "fails only in the pull request"}
+                                 "exception_class": exception_class, "message": f"{exception_class} in {commit_prefix}"}
             parts["cases"][i] = (parts["cases"][i][0], json.dumps(record).encode())
             return parts, base
     raise AssertionError(f"{run.result} holds no passing case of the compile-vs-eager grid")
+
+
+def pull_request_variant(run: RunFiles) -> tuple[dict[str, list[tuple[str, bytes]]], str]:
+    """A copy of a real run as the head of a pull request, whose merge base is the run's own commit, where
+    one grid case fails with PR_ONLY_EXCEPTION (default-branch pages must not show it)."""
+    return failing_variant(run, "feed", PR_ONLY_EXCEPTION)
 
 
 @pytest.fixture(scope="module")
