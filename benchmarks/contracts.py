@@ -117,23 +117,34 @@ if _TE:
                             device="cpu")
 
 
-class CpuRoundTrip(_ContractCase):
+class _PerQuantizerCase(_ContractCase):
+    """A check of one quantized tensor per quantizer, built from the same seeded 2D input."""
+
     param_names = ["quantizer"]
     params = [ROUND_TRIP_QUANTIZERS]
-    op = "cpu_round_trip"
-    main_check = "cpu_round_trip"
 
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
         return {"backend": _backend(p["quantizer"]), "recipe": _recipe(p["quantizer"]),
                 "variant": p["quantizer"], "op": self.op}
 
-    def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
+    @staticmethod
+    def seeded_input(p: dict[str, Any], profile: Profile) -> tuple[tuple[int, ...], Any]:
         import torch
 
         shape = spread_over_rank(*profile.contract_shape, 2)
         torch.manual_seed(0)
         device = "cuda" if _backend(p["quantizer"]) == "te" else profile.device
-        x = torch.randn(shape, dtype=torch.bfloat16, device=device)
+        return shape, torch.randn(shape, dtype=torch.bfloat16, device=device)
+
+
+class CpuRoundTrip(_PerQuantizerCase):
+    op = "cpu_round_trip"
+    main_check = "cpu_round_trip"
+
+    def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
+        import torch
+
+        shape, x = self.seeded_input(p, profile)
         if p["quantizer"] == "torch-ref":
             from benchmarks import nvfp4_emulation as emu
 
@@ -152,23 +163,14 @@ class CpuRoundTrip(_ContractCase):
         return Prepared(fn=fn, device="cpu")
 
 
-class CheckpointParity(_ContractCase):
-    param_names = ["quantizer"]
-    params = [ROUND_TRIP_QUANTIZERS]
+class CheckpointParity(_PerQuantizerCase):
     op = "checkpoint"
     main_check = "checkpoint_bitwise"
-
-    def labels(self, p: dict[str, Any]) -> dict[str, Any]:
-        return {"backend": _backend(p["quantizer"]), "recipe": _recipe(p["quantizer"]),
-                "variant": p["quantizer"], "op": self.op}
 
     def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
         import torch
 
-        shape = spread_over_rank(*profile.contract_shape, 2)
-        torch.manual_seed(0)
-        device = "cuda" if _backend(p["quantizer"]) == "te" else profile.device
-        x = torch.randn(shape, dtype=torch.bfloat16, device=device)
+        shape, x = self.seeded_input(p, profile)
         if p["quantizer"] == "torch-ref":
             from benchmarks import nvfp4_emulation as emu
 
