@@ -22,6 +22,9 @@ def run(
     commit: Annotated[str | None, typer.Option(help="file the run under this commit instead of TE's")] = None,
     project: Annotated[Path, typer.Option(help="folder holding asv.conf.json and benchmarks/")] = Path("."),
     python: Annotated[str, typer.Option(help="the benchmark interpreter")] = sys.executable,
+    launch_method: Annotated[str | None, typer.Option(
+        help="asv's: spawn (a fresh interpreter per case) or forkserver (suites imported once); "
+             "default forkserver for --profile ci, spawn otherwise")] = None,
 ) -> None:
     """Run the asv suites against the installed Transformer Engine and keep the sidecar records."""
     console = Console(stderr=True)
@@ -29,6 +32,7 @@ def run(
         project=project.resolve(), profile=profile,
         backends=tuple(b.strip() for b in backends.split(",") if b.strip()) if backends else None,
         bench=bench, machine=machine, results_dir=results_dir, commit=commit, python=python,
+        launch_method=launch_method,
     )
     try:
         with Progress(TextColumn("[bold]asv[/]"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),

@@ -19,6 +19,7 @@ from tewatch.runner import machine, results, sidecar
 from tewatch.runner.commit import choose_commit
 
 PROFILES = ("full", "quick", "ci")
+LAUNCH_METHODS = ("spawn", "forkserver")
 BACKENDS = ("te", "te-ref", "torch-ref")
 _PERCENT = re.compile(r"^\s*\[\s*(\d+(?:\.\d+)?)%\]\s*(.*)$")
 
@@ -38,10 +39,20 @@ class RunOptions:
     commit: str | None = None
     python: str = sys.executable
     extra_env: dict[str, str] = field(default_factory=dict)
+    launch_method: str | None = None  # None: forkserver for the CPU profile, spawn on GPUs
+
+    @property
+    def asv_launch_method(self) -> str:
+        """asv's forkserver imports the suites (and torch) once and forks a child per case, about twice
+        as fast on CPU; GPU profiles keep spawn until a GPU run shows forked children are safe there."""
+        return self.launch_method or ("forkserver" if self.profile == "ci" else "spawn")
 
     def validate(self) -> None:
         if self.profile not in PROFILES:
             raise RunError(f"--profile must be one of {', '.join(PROFILES)}, not {self.profile!r}")
+        if self.launch_method not in (None, *LAUNCH_METHODS):
+            raise RunError(f"--launch-method must be one of {', '.join(LAUNCH_METHODS)}, "
+                           f"not {self.launch_method!r}")
         unknown = [b for b in self.backends or () if b not in BACKENDS]
         if unknown:
             raise RunError(f"--backends has unknown {', '.join(unknown)}; known: {', '.join(BACKENDS)}")
@@ -144,7 +155,7 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
 
     config = _write_config(opts, results_dir)
     args = ["--config", str(config), "run", "--python=same", f"--set-commit-hash={head}",
-            f"--machine={machine_name}", "-e", "--record-samples"]
+            f"--machine={machine_name}", "-e", "--record-samples", f"--launch-method={opts.asv_launch_method}"]
     if opts.bench:
         args += ["--bench", opts.bench]
     log_lines: list[str] = []

@@ -40,12 +40,14 @@ def tewatch_run(project: Path, home: Path, *args: str) -> subprocess.CompletedPr
                           env=env, capture_output=True, text=True, timeout=900)
 
 
-@pytest.fixture(scope="module")
-def run(project: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
+@pytest.fixture(scope="module", params=["forkserver", "spawn"])
+def run(project: Path, tmp_path_factory: pytest.TempPathFactory,
+        request: pytest.FixtureRequest) -> tuple[subprocess.CompletedProcess, Path]:
     home = tmp_path_factory.mktemp("home")
     results = tmp_path_factory.mktemp("results")
     proc = tewatch_run(project, home, "--profile", "ci", "--backends", "torch-ref", "--bench", SUITES,
-                       "--machine", "ci-cpu", "--results-dir", str(results), "--commit", COMMIT)
+                       "--machine", "ci-cpu", "--results-dir", str(results), "--commit", COMMIT,
+                       "--launch-method", request.param)
     return proc, results
 
 
@@ -140,3 +142,6 @@ def test_bad_options_fail_with_one_clear_line(project: Path, tmp_path: Path) -> 
     assert "--profile must be one of full, quick, ci" in " ".join(proc.stderr.split())
     proc = tewatch_run(tmp_path, tmp_path, "--commit", COMMIT)
     assert proc.returncode == 1 and "has no asv.conf.json" in " ".join(proc.stderr.split())
+    proc = tewatch_run(project, tmp_path, "--launch-method", "fork", "--commit", COMMIT)
+    assert proc.returncode == 1
+    assert "--launch-method must be one of spawn, forkserver" in " ".join(proc.stderr.split())
