@@ -13,6 +13,7 @@ from typing import Any
 
 from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared
+from benchmarks.harness.linear_steps import fwd_bwd, timed_fwd_bwd
 from benchmarks.harness.numerics import max_abs_difference, relative_error
 from benchmarks.harness.profiles import Profile, current_profile, selected_backends, spread_over_rank
 
@@ -64,7 +65,7 @@ class LinearFwdBwd(Case):
 
         eager = make_module()
         forward_eager = _forward(eager, autocast)
-        y, dx, dw = _step(eager, forward_eager, x, dy)
+        y, dx, dw = fwd_bwd(eager, forward_eager, x, dy)
         if mode == "eager":
             w = eager.weight.detach().float()
             self.record.add(records.compare("vs_fp32", "rel_l2", relative_error(y, x.float() @ w.t()),
@@ -74,7 +75,7 @@ class LinearFwdBwd(Case):
             expected_dw = dy.reshape(-1, out_f).float().t() @ x.reshape(-1, in_f).float()
             self.record.add(records.compare("wgrad_vs_fp32", "rel_l2", relative_error(dw, expected_dw),
                                             TOLERANCE[recipe], tensor="wgrad"))
-            return Prepared(fn=_timed_step(eager, forward_eager, x, dy, cudagraphs=False), device=device)
+            return Prepared(fn=timed_fwd_bwd(eager, forward_eager, x, dy, cudagraphs=False), device=device)
 
         import torch._dynamo
         from torch._dynamo.utils import counters
@@ -89,7 +90,7 @@ class LinearFwdBwd(Case):
         if device == "cuda":
             torch.cuda.synchronize()
         started = time.perf_counter()
-        yc, dxc, dwc = _step(compiled, forward_compiled, x, dy, cudagraphs=cudagraphs)
+        yc, dxc, dwc = fwd_bwd(compiled, forward_compiled, x, dy, cudagraphs=cudagraphs)
         if device == "cuda":
             torch.cuda.synchronize()
         self.record.metric("compile_seconds", time.perf_counter() - started, "seconds")
@@ -100,7 +101,7 @@ class LinearFwdBwd(Case):
         worst = max(diffs.values(), key=lambda v: float("inf") if v != v else v)
         self.record.add(records.compare("compiled_vs_eager", "max_abs_diff", worst, 0.0, per_tensor=diffs,
                                         graph_break_reasons=list(breaks)[:10]))
-        return Prepared(fn=_timed_step(compiled, forward_compiled, x, dy, cudagraphs=cudagraphs), device=device)
+        return Prepared(fn=timed_fwd_bwd(compiled, forward_compiled, x, dy, cudagraphs=cudagraphs), device=device)
 
 
 def _builders(recipe: str, in_f: int, out_f: int, device: str) -> tuple[Any, Any]:
@@ -139,30 +140,3 @@ def _forward(module: Any, autocast: Any) -> Any:
             return module(inp)
 
     return forward
-
-
-def _step(module: Any, forward: Any, x: Any, dy: Any, cudagraphs: bool = False) -> tuple[Any, Any, Any]:
-    import torch
-
-    inp = x.detach().clone().requires_grad_(True)
-    module.weight.grad = None
-    if cudagraphs:
-        torch.compiler.cudagraph_mark_step_begin()
-    y = forward(inp)
-    y.backward(dy)
-    return y.detach().clone(), inp.grad.detach().clone(), module.weight.grad.detach().clone()
-
-
-def _timed_step(module: Any, forward: Any, x: Any, dy: Any, cudagraphs: bool) -> Any:
-    import torch
-
-    inp = x.detach().clone().requires_grad_(True)
-
-    def step() -> None:
-        module.weight.grad = None
-        inp.grad = None
-        if cudagraphs:
-            torch.compiler.cudagraph_mark_step_begin()
-        forward(inp).backward(dy)
-
-    return step

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from benchmarks.harness.distributed.scenario import Scenario, Shards
+from benchmarks.harness.linear_steps import fwd_bwd, timed_fwd_bwd
 
 TENSORS = ("output", "dgrad", "wgrad")
 HANG_SECONDS = 3600.0
@@ -56,36 +57,6 @@ def _inputs(scenario: Scenario, device: Any) -> tuple[Any, Any, Any]:
     dy = torch.randn(seq, batch, n, generator=gen, dtype=torch.float32)
     w = torch.randn(n, k, generator=gen, dtype=torch.float32) / k**0.5
     return tuple(t.to(device=device, dtype=torch.bfloat16) for t in (x, dy, w))  # type: ignore[return-value]
-
-
-def fwd_bwd(module: Any, forward: Callable[[Any], Any], x: Any, dy: Any, cudagraphs: bool = False
-            ) -> tuple[Any, Any, Any]:
-    """One forward+backward from fresh leaves: (output, dgrad, wgrad), detached copies."""
-    import torch
-
-    inp = x.detach().clone().requires_grad_(True)
-    module.weight.grad = None
-    if cudagraphs:
-        torch.compiler.cudagraph_mark_step_begin()
-    y = forward(inp)
-    y.backward(dy)
-    return y.detach().clone(), inp.grad.detach().clone(), module.weight.grad.detach().clone()
-
-
-def _timed_step(module: Any, forward: Callable[[Any], Any], x: Any, dy: Any, cudagraphs: bool
-                ) -> Callable[[], None]:
-    import torch
-
-    inp = x.detach().clone().requires_grad_(True)
-
-    def step() -> None:
-        module.weight.grad = None
-        inp.grad = None
-        if cudagraphs:
-            torch.compiler.cudagraph_mark_step_begin()
-        forward(inp).backward(dy)
-
-    return step
 
 
 def _inject(scenario: Scenario, rank: int, where: str) -> None:
@@ -187,7 +158,7 @@ def run_scenario(rank: int, world_size: int, scenario: Scenario) -> dict[str, An
     with phase("timing"):
         t0 = clock()
         state_before = _gpu_state(scenario.device)
-        step = _timed_step(timed_module, timed_forward, x_local, dy_local, cudagraphs)
+        step = timed_fwd_bwd(timed_module, timed_forward, x_local, dy_local, cudagraphs)
         report["samples"] = samples_on_ranks(step, scenario.device, scenario.timing, group)
         report["gpu_state"] = [s for s in (state_before, _gpu_state(scenario.device)) if s]
         mark("timing", t0)
