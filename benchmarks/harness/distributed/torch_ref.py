@@ -145,15 +145,22 @@ class _ColumnParallel(torch.autograd.Function):
         partial = gemm_nvfp4(
             quantize_nvfp4(dy2d), quantize_nvfp4_columnwise(weight, block_2d=True), out_dtype=grad_out.dtype
         )
+        dgrad = _reduce_partial(partial, cfg)
         if cfg.sequence_parallel:
-            dgrad = reduce_scatter_first_dim(partial, cfg.group)
             x_col = gather_columnwise(ctx.x_col, cfg.group, cfg.reorder_columnwise)
             cfg.gathered_columnwise["input"] = x_col
         else:
-            dgrad = all_reduce_sum(partial, cfg.group) if cfg.world_size > 1 else partial
             x_col = ctx.x_col
         wgrad = gemm_nvfp4(quantize_nvfp4_columnwise(dy2d, rht=True), x_col, out_dtype=weight.dtype)
         return dgrad.view(ctx.x_shape), wgrad, None
+
+
+def _reduce_partial(partial: torch.Tensor, cfg: ParallelConfig) -> torch.Tensor:
+    """Sum the ranks' partial products: scattered over the sequence with sequence parallelism, else
+    all-reduced (TE's row-parallel output and column-parallel dgrad)."""
+    if cfg.sequence_parallel:
+        return reduce_scatter_first_dim(partial, cfg.group)
+    return all_reduce_sum(partial, cfg.group) if cfg.world_size > 1 else partial
 
 
 class _RowParallel(torch.autograd.Function):
@@ -161,10 +168,7 @@ class _RowParallel(torch.autograd.Function):
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, cfg: ParallelConfig) -> torch.Tensor:
         x2d = x.reshape(-1, x.shape[-1])
         partial = gemm_nvfp4(quantize_nvfp4(x2d), quantize_nvfp4(weight, block_2d=True), out_dtype=x.dtype)
-        if cfg.sequence_parallel:
-            y = reduce_scatter_first_dim(partial, cfg.group)
-        else:
-            y = all_reduce_sum(partial, cfg.group) if cfg.world_size > 1 else partial
+        y = _reduce_partial(partial, cfg)
         ctx.save_for_backward(weight)
         ctx.cfg, ctx.x_col, ctx.x_shape = cfg, quantize_nvfp4_columnwise(x2d, rht=True), x.shape
         return y.view(-1, *x.shape[1:-1], weight.shape[0])
