@@ -12,7 +12,6 @@ a `Prepared` and adds its checks to `self.record`.
 from __future__ import annotations
 
 import abc
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -127,5 +126,4 @@ class Case(abc.ABC):
 def _open_nvml():  # noqa: ANN202
     from benchmarks.harness.gpu_state import Nvml
 
-    index = int(os.environ.get("TEWATCH_NVML_INDEX", "0"))
-    return Nvml.open(index)
+    return Nvml.open()

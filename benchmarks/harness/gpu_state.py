@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import importlib.metadata
 import platform
+import os
 from typing import Any
 
 # nvmlClocksEventReasons bits (named "throttle reasons" in older NVML)
@@ -29,6 +30,20 @@ def throttle_names(mask: int) -> list[str]:
     return names or ["none"]
 
 
+def nvml_index(cuda_device: int) -> int:
+    """NVML's index of CUDA's device `cuda_device`: NVML ignores CUDA_VISIBLE_DEVICES, so device 0 of a
+    process started with CUDA_VISIBLE_DEVICES=3 is NVML's GPU 3. TEWATCH_NVML_INDEX overrides device 0."""
+    override = os.environ.get("TEWATCH_NVML_INDEX", "").strip()
+    if override and cuda_device == 0:
+        return int(override)
+    from benchmarks.harness.distributed.topology import TopologyError, visible_gpu_indices
+
+    try:
+        return visible_gpu_indices(cuda_device + 1)[cuda_device]
+    except (TopologyError, IndexError):
+        return cuda_device
+
+
 class Nvml:
     """A thin handle on NVML for one GPU; every read is best effort (None when NVML cannot say)."""
 
@@ -40,9 +55,10 @@ class Nvml:
         self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
 
     @classmethod
-    def open(cls, index: int = 0) -> Nvml | None:
+    def open(cls, index: int | None = None) -> Nvml | None:
+        """NVML's handle on a GPU; by default the one CUDA calls device 0 (see `nvml_index`)."""
         try:
-            return cls(index)
+            return cls(nvml_index(0) if index is None else index)
         except Exception:  # no pynvml, no driver, no GPU
             return None
 

@@ -1,8 +1,8 @@
 """`python -m benchmarks.harness.probe`: what `tewatch run` needs to know about this interpreter and GPU.
 
 Prints one JSON object: software versions, the installed Transformer Engine's version and commit,
-the GPU (model, compute capability, memory, clock and power limits), its state now, and TE's
-capability answers. Run in the benchmark interpreter, so the service never imports torch.
+the GPU (model, compute capability, memory, clock and power limits), its state now, TE's
+capability answers, and whether cases may be forked from a process that has imported torch and TE. Run in the benchmark interpreter, so the service never imports torch.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 import sys
 from typing import Any
 
-from benchmarks.harness import gates
+from benchmarks.harness import gates, preload
 from benchmarks.harness.gpu_state import Nvml, software_versions
 
 _LOCAL_HASH = re.compile(r"\+(?:g|git)?([0-9a-f]{7,40})(?:\.|$)")
@@ -63,6 +63,9 @@ def gpu_info(torch: Any, nvml: Nvml | None) -> dict[str, Any]:
 def probe() -> dict[str, Any]:
     import torch
 
+    # before anything here creates a CUDA context: can asv fork cases from a process holding TE?
+    fork = preload.fork_check(with_te=True) if torch.cuda.is_available() else {
+        "safe": True, "reason": "no GPU"}
     # TE first: loading cuDNN through torch before TE imports can bind the wrong libcudnn for TE
     try:
         capabilities = gates.capabilities_from_te().to_json()
@@ -79,6 +82,7 @@ def probe() -> dict[str, Any]:
         "gpu_state": nvml.sample() if nvml else {},
         "capabilities": capabilities,
         "te_error": te_error,
+        "fork": fork,
     }
 
 

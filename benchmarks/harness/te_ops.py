@@ -29,7 +29,7 @@ NVFP4_VARIANTS = {
 
 
 @functools.cache
-def _te() -> SimpleNamespace:
+def loaded() -> SimpleNamespace:
     from benchmarks.harness.te_import import import_transformer_engine
 
     te = import_transformer_engine()
@@ -49,7 +49,7 @@ def _te() -> SimpleNamespace:
 
 def quantizer(variant: str, *, rowwise: bool = True, columnwise: bool = True) -> Any:
     """A native TE quantizer for a variant name (NVFP4 variants set their own usages)."""
-    m = _te()
+    m = loaded()
     if variant == "nvfp4":
         variant = "nvfp4-both"
     if variant in NVFP4_VARIANTS:
@@ -71,7 +71,7 @@ def quantizer(variant: str, *, rowwise: bool = True, columnwise: bool = True) ->
 
 def reference_quantizer(variant: str) -> Any:
     """TE's pure-PyTorch NVFP4QuantizerRef for an NVFP4 variant (no stochastic rounding there)."""
-    m = _te()
+    m = loaded()
     opts = NVFP4_VARIANTS["nvfp4-both" if variant == "nvfp4" else variant]
     if opts.get("stochastic_rounding"):
         raise ValueError("NVFP4QuantizerRef has no stochastic rounding")
@@ -85,7 +85,7 @@ def reference_quantizer(variant: str) -> Any:
 
 
 def reference_rht_signs() -> torch.Tensor:
-    return _te().ref.get_wgrad_sign_vector()
+    return loaded().ref.get_wgrad_sign_vector()
 
 
 def dequantize_reference(q: Any, columnwise: bool = False) -> torch.Tensor:
@@ -93,7 +93,7 @@ def dequantize_reference(q: Any, columnwise: bool = False) -> torch.Tensor:
     data = q.data_t if columnwise else q.data
     scale = q.scale_t if columnwise else q.scale
     amax = q.global_amax_col if columnwise else q.global_amax_row
-    values = _te().ref.cast_from_fp4x2(data, torch.float32)
+    values = loaded().ref.cast_from_fp4x2(data, torch.float32)
     rows, cols = values.shape
     blocks = scale.view(torch.float8_e4m3fn).to(torch.float32)[:rows, : cols // 16]
     return values * blocks.repeat_interleave(16, dim=1) * (amax.to(torch.float32) / NVFP4_GLOBAL)
@@ -101,7 +101,7 @@ def dequantize_reference(q: Any, columnwise: bool = False) -> torch.Tensor:
 
 def recipe(name: str) -> Any | None:
     """The autocast recipe of a Linear recipe name; None for plain bf16."""
-    m = _te()
+    m = loaded()
     if name == "bf16":
         return None
     if name == "fp8-delayed":
@@ -121,7 +121,7 @@ def recipe(name: str) -> Any | None:
 
 def gemm(w: Any, x: Any) -> torch.Tensor:
     """x @ w.T through TE's general_gemm (TN layout, BF16 output)."""
-    out, *_ = _te().general_gemm(w, x, out_dtype=torch.bfloat16, layout="TN")
+    out, *_ = loaded().general_gemm(w, x, out_dtype=torch.bfloat16, layout="TN")
     return out
 
 
@@ -144,7 +144,7 @@ def fill_valid(t: Any, generator: torch.Generator) -> None:
             if buf.dtype == torch.float32:
                 buf.fill_(1.0)
             else:
-                buf.fill_(0x38 if isinstance(t, _te().te.NVFP4Tensor) else 127)  # E4M3 1.0 / E8M0 1.0
+                buf.fill_(0x38 if isinstance(t, loaded().te.NVFP4Tensor) else 127)  # E4M3 1.0 / E8M0 1.0
         else:
             cpu = torch.randint(0, 256, buf.shape, dtype=torch.uint8, generator=generator)
             cpu &= 0x77  # no E4M3 NaN codes; positive E2M1 nibbles

@@ -460,6 +460,7 @@ class _Planner:
             gpu_state["wall_seconds"] = record.wall_seconds
             gpu_state["asv_exit_code"] = record.asv_exit_code
             gpu_state["backend_filter"] = record.backend_filter
+            gpu_state["launch_method"] = record.launch_method
         return {
             "digest": self.bundle.digest(),
             "branch": self.bundle.branch,

@@ -45,6 +45,11 @@ class GpuState(Strict):
     throttle_reasons: Annotated[list[str], BeforeValidator(_as_list)] = Field(default_factory=list)
 
 
+class ForkCheck(Strict):
+    safe: bool
+    reason: str = ""
+
+
 class RunRecord(Strict):
     schema_: Literal["tewatch.run/1"] = Field(alias="schema")
     profile: str = "full"
@@ -57,6 +62,8 @@ class RunRecord(Strict):
     finished_at: datetime | None = None
     wall_seconds: float | None = None
     asv_exit_code: int | None = None
+    launch_method: Literal["spawn", "forkserver"] | None = None
+    fork_check: ForkCheck | None = None
     versions: dict[str, str | None] = Field(default_factory=dict)
     gpu: GpuInfo | None = None
     gpu_state_before: GpuState | None = None

@@ -18,6 +18,10 @@ from typing import Any
 from tewatch.runner import machine, results, sidecar
 from tewatch.runner.commit import choose_commit
 
+# benchmarks/harness/preload.py's protocol (the runner never imports the suites)
+PRELOAD_ENV = "TEWATCH_PRELOAD"
+FORK_SAFE_ENV = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+
 PROFILES = ("full", "quick", "ci")
 LAUNCH_METHODS = ("spawn", "forkserver")
 BACKENDS = ("te", "te-ref", "torch-ref")
@@ -39,13 +43,14 @@ class RunOptions:
     commit: str | None = None
     python: str = sys.executable
     extra_env: dict[str, str] = field(default_factory=dict)
-    launch_method: str | None = None  # None: forkserver for the CPU profile, spawn on GPUs
+    launch_method: str | None = None  # None: forkserver where the probe's fork check passed
 
-    @property
-    def asv_launch_method(self) -> str:
-        """asv's forkserver imports the suites (and torch) once and forks a child per case, about twice
-        as fast on CPU; GPU profiles keep spawn until a GPU run shows forked children are safe there."""
-        return self.launch_method or ("forkserver" if self.profile == "ci" else "spawn")
+    def asv_launch_method(self, fork: dict[str, Any]) -> str:
+        """asv's forkserver imports the suites, torch and TE once and forks a child per case; on a GPU
+        only where the probe's fork check passed (see benchmarks/harness/preload.py), else spawn."""
+        if self.launch_method:
+            return self.launch_method
+        return "forkserver" if self.profile == "ci" or fork.get("safe") else "spawn"
 
     def validate(self) -> None:
         if self.profile not in PROFILES:
@@ -126,9 +131,13 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
         env.pop("TEWATCH_BACKENDS", None)
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(results_dir.parent / "inductor-cache"))
     env["PYTHONUNBUFFERED"] = "1"
+    env.update(FORK_SAFE_ENV)
 
     info = probe(opts, env)
     env["TEWATCH_CAPABILITIES"] = json.dumps(info["capabilities"])
+    launch_method = opts.asv_launch_method(info.get("fork", {}))
+    if launch_method == "forkserver":
+        env[PRELOAD_ENV] = "1"
     versions = info["versions"]
     try:
         sha, source = choose_commit(opts.commit, versions.get("te", ""), versions.get("te_commit", ""))
@@ -155,7 +164,7 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
 
     config = _write_config(opts, results_dir)
     args = ["--config", str(config), "run", "--python=same", f"--set-commit-hash={head}",
-            f"--machine={machine_name}", "-e", "--record-samples", f"--launch-method={opts.asv_launch_method}"]
+            f"--machine={machine_name}", "-e", "--record-samples", f"--launch-method={launch_method}"]
     if opts.bench:
         args += ["--bench", opts.bench]
     log_lines: list[str] = []
@@ -200,6 +209,7 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
         "started_at": sidecar.utc(started), "finished_at": sidecar.utc(finished),
         "wall_seconds": round(wall, 3),
         "asv_exit_code": exit_code,
+        "launch_method": launch_method, "fork_check": info.get("fork", {}),
         "commit": sha, "commit_source": source,
         "versions": versions,
         "gpu": info["gpu"],

@@ -123,7 +123,7 @@ def test_derived_metrics_and_compile_parity_are_recorded(run: tuple) -> None:
         assert r["metrics"]["compile_seconds"]["value"] > 0
 
 
-def test_run_json_and_asv_output_are_kept(run: tuple) -> None:
+def test_run_json_and_asv_output_are_kept(run: tuple, request: pytest.FixtureRequest) -> None:
     _, results = run
     sidecar = next((results / "ci-cpu").glob("*.tewatch"))
     run_json = json.loads((sidecar / "run.json").read_text())
@@ -132,6 +132,8 @@ def test_run_json_and_asv_output_are_kept(run: tuple) -> None:
     assert run_json["commit"] == COMMIT and run_json["commit_source"] == "explicit"
     assert run_json["gpu"]["model"] == "cpu" and run_json["wall_seconds"] > 0
     assert run_json["versions"]["asv"] == "0.6.6" and run_json["versions"]["torch"]
+    assert run_json["launch_method"] == request.node.callspec.params["run"]
+    assert run_json["fork_check"] == {"safe": True, "reason": "no GPU"}
     log = (sidecar / "asv-stderr.log").read_text()
     assert "tewatch-case: rht.Rht-" in log
 

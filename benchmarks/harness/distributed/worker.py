@@ -72,14 +72,9 @@ def _gpu_state(device: str) -> dict[str, Any]:
         return {}
     import torch
 
-    from benchmarks.harness.distributed.topology import TopologyError, visible_gpu_indices
-    from benchmarks.harness.gpu_state import Nvml
+    from benchmarks.harness.gpu_state import Nvml, nvml_index
 
-    try:
-        index = visible_gpu_indices(torch.cuda.current_device() + 1)[-1]
-    except TopologyError:
-        return {}
-    nvml = Nvml.open(index)
+    nvml = Nvml.open(nvml_index(torch.cuda.current_device()))
     return nvml.sample() if nvml else {}
 
 
