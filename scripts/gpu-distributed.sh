@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The distributed suite on a lent 2-GPU machine (nvidia-h200-x2) with Transformer Engine 2.20.2.
 #
-# Here, once:   bash ../shared/gpu/prepare-te.sh        (fills .te/; .whl/ holds asv and its deps)
+# Here, once:   what scripts/gpu-env.sh says
 # Device call:  carry [".te", ".whl", ".gpu-results/distributed"], command
 #                   bash scripts/gpu-distributed.sh eager       then, once its results are back here,
 #                   bash scripts/gpu-distributed.sh compiled
@@ -19,14 +19,7 @@ case $part in
   all) bench='^distributed\.' ;;
   *) echo "usage: $0 eager|compiled|all [SECONDS]" >&2; exit 2 ;;
 esac
-# NVLink multicast stays off in this shell and everything it starts (the launcher sets them again)
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-bash .te/install-te.sh || exit 1
-python3 -m pip install -q --no-index --no-deps .whl/*.whl || exit 1
-# the runner's package `tewatch` is the folder service/; asv needs a git checkout to run in
-mkdir -p /tmp/tewatch-path && ln -sfn "$PWD/service" /tmp/tewatch-path/tewatch
-export PYTHONPATH=/tmp/tewatch-path${PYTHONPATH:+:$PYTHONPATH}
-git rev-parse HEAD >/dev/null 2>&1 || { rm -rf .git; git init -q && git add -A && git -c user.name=runner -c user.email=runner@localhost commit -qm distributed; }
+source scripts/gpu-env.sh || exit 1   # also keeps NVLink multicast off in everything it starts
 nvidia-smi topo -m
 python3 -c 'import torch; print("GPUs:", torch.cuda.device_count())'
 timeout --signal=INT --kill-after=10 "$budget" python3 -m tewatch.runner --profile full --backends te \

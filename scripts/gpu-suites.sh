@@ -1,22 +1,16 @@
 #!/usr/bin/env bash
 # The single-GPU suites on a lent H200 (or any GPU runner without network) with Transformer Engine.
 #
-# Here, once:   bash ../shared/gpu/prepare-te.sh        (fills .te/; .whl/ holds asv and its deps)
 # Device call:  carry [".te", ".whl"], command `bash scripts/gpu-suites.sh [PROFILE] [SECONDS]`
 # It runs the suites in chunks, most important first (contracts, gemm, linear, quantize, rht), each
 # with its own results folder, and stops starting chunks when SECONDS (default 540) are nearly spent,
 # so a call that hits its limit still brings back every finished chunk as $OUT/<chunk>.tar.gz.
+# A whole profile in one results folder: scripts/gpu-session.sh.
 set -uo pipefail
 profile=${1:-quick}
 budget=${2:-540}
 start=$SECONDS
-export PYTHONUNBUFFERED=1
-bash .te/install-te.sh || exit 1
-python3 -m pip install -q --no-index --no-deps .whl/*.whl || exit 1
-# the runner's package `tewatch` is the folder service/; asv needs a git checkout to run in
-mkdir -p /tmp/tewatch-path && ln -sfn "$PWD/service" /tmp/tewatch-path/tewatch
-export PYTHONPATH=/tmp/tewatch-path${PYTHONPATH:+:$PYTHONPATH}
-git rev-parse HEAD >/dev/null 2>&1 || { rm -rf .git; git init -q && git add -A && git -c user.name=runner -c user.email=runner@localhost commit -qm suites; }
+source scripts/gpu-env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 for chunk in contracts gemm linear quantize rht; do
   left=$(( budget - (SECONDS - start) - 15 ))

@@ -1,0 +1,18 @@
+# Sourced by the scripts/gpu-*.sh: a lent GPU machine without network, made ready for `tewatch run`.
+#
+# Here, once:   bash ../shared/gpu/prepare-te.sh     (fills .te/ with Transformer Engine 2.20.2)
+#               .whl/ holds Python 3.12 wheels of asv, asv_runner and the service's dependencies
+# Device call:  carry [".te", ".whl"]; the command sources this file first.
+# On an ordinary GPU runner none of this is needed: pip install "transformer_engine[pytorch]" and
+# `pip install -e .[suites]` (README).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+bash .te/install-te.sh || return 1
+python3 -m pip install -q --no-index --no-deps .whl/*.whl || return 1
+# the package `tewatch` is service/ with dashboards/ inside (pyproject's package-dir), without an install
+rm -rf /tmp/tewatch-path && mkdir -p /tmp/tewatch-path && cp -rs "$PWD/service" /tmp/tewatch-path/tewatch \
+  && ln -sfn "$PWD/dashboards" /tmp/tewatch-path/tewatch/dashboards
+export PYTHONPATH=/tmp/tewatch-path:$PWD${PYTHONPATH:+:$PYTHONPATH}
+# asv needs a git checkout to run in; the copied working tree may arrive without its .git
+git rev-parse HEAD >/dev/null 2>&1 || { rm -rf .git; git init -q && git add -A \
+  && git -c user.name=runner -c user.email=runner@localhost commit -qm "working tree"; }
+mkdir -p .gpu-results

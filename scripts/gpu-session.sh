@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# A whole GPU session on a lent 2-GPU machine whose calls stop at 10 minutes: the jobs run in their
+# own process session (so they outlive a call), and every call waits for them, then packs what has
+# finished into $OUT.
+#
+# Device calls (kind nvidia-h200-x2, carry [".te", ".whl"]), one right after the other:
+#   bash scripts/gpu-session.sh start [SECONDS]   install, start the plan, then wait like `wait`
+#   bash scripts/gpu-session.sh wait [SECONDS]    wait up to SECONDS (default 540) and pack
+# Back here: tar xzf <files_at>/<job>.tar.gz -C .gpu-results, for the jobs below.
+#
+# The plan: the distributed suite on both GPUs (world sizes 1 and 2), then at the same time
+#   GPU 1: the full profile, timed as a whole (`full`);
+#   GPU 0: the quick profile (`quick`), then `tewatch campaign` with that run as its base and, as
+#          pull request 1, a run of TE with two documented changes applied at import (`campaign`).
+# Each job has its own inductor cache, so compile times stay cold.
+set -uo pipefail
+cmd=${1:-wait}
+budget=${2:-540}
+results=.gpu-results
+perturb=te-ref-extra-sync,fp8-current-collapsed-transpose
+
+job() {  # job NAME COMMAND...: run one job, log it, mark it done with its exit code and wall time
+  local name=$1 t0=$SECONDS
+  shift
+  echo "== $name: $*"
+  TORCHINDUCTOR_CACHE_DIR=$PWD/$results/$name-inductor "$@" >"$results/$name.log" 2>&1
+  echo "exit $? after $((SECONDS - t0)) s" >"$results/$name.done"
+  echo "== $name: $(cat "$results/$name.done")"
+}
+
+plan() {
+  job distributed timeout --signal=INT --kill-after=20 420 python3 -m tewatch.runner --profile full \
+    --backends te --bench '^distributed\.' --results-dir "$results/distributed" --machine h200x2
+  CUDA_VISIBLE_DEVICES=1 job full timeout --signal=INT --kill-after=20 960 \
+    python3 -m tewatch.runner --profile full --results-dir "$results/full" &
+  sleep 20  # the two runs start one after the other: asv's machine file is shared
+  CUDA_VISIBLE_DEVICES=0 job quick timeout --signal=INT --kill-after=20 480 \
+    python3 -m tewatch.runner --profile quick --results-dir "$results/quick"
+  CUDA_VISIBLE_DEVICES=0 job campaign timeout --signal=INT --kill-after=20 600 \
+    python3 -m tewatch campaign --profile quick --base-results "$results/quick" --perturb "$perturb" \
+    --pr 1 --out "$results/campaign"
+  wait
+}
+
+pack() {
+  local name
+  for name in distributed full quick campaign; do
+    if [[ -f $results/$name.done && ! -f $results/$name.packed ]]; then
+      tar czf "$OUT/$name.tar.gz" -C "$results" --exclude="$name-inductor" "$name" "$name.log" "$name.done" \
+        && touch "$results/$name.packed"
+    fi
+  done
+  tail -n 5 "$results"/*.log >"$OUT/progress.txt" 2>/dev/null
+  cp "$results/plan.log" "$OUT/plan.log" 2>/dev/null
+  true
+}
+
+wait_for_plan() {
+  local until=$((SECONDS + budget))
+  while ((SECONDS < until)) && ! [[ -f $results/plan.finished ]]; do sleep 5; done
+  pack
+  cat "$results/plan.log"
+}
+
+case $cmd in
+  start)
+    source scripts/gpu-env.sh || exit 1
+    nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm --format=csv,noheader
+    nvidia-smi topo -m
+    setsid bash -c "source scripts/gpu-session.sh plan-only; plan; touch $results/plan.finished" \
+      >"$results/plan.log" 2>&1 </dev/null &
+    budget=$((budget - SECONDS))
+    wait_for_plan ;;
+  wait)
+    export PYTHONPATH=/tmp/tewatch-path:$PWD${PYTHONPATH:+:$PYTHONPATH}
+    wait_for_plan ;;
+  plan-only) ;;  # sourced by the background shell for its functions
+  *) echo "usage: $0 start|wait [SECONDS]" >&2; exit 2 ;;
+esac
