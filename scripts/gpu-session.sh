@@ -28,14 +28,33 @@ job() {  # job NAME COMMAND...: run one job, log it, mark it done with its exit 
   echo "== $name: $(cat "$results/$name.done")"
 }
 
+# asv saves a run's results only when it ends, so a profile runs as a few `tewatch run --bench` chunks
+# into one results folder (they merge under one commit): a chunk cut off by the time limit loses itself alone
+CHUNKS_FULL=("^(contracts|gemm|quantize|rht)\\." "^linear\\..*'(eager|default)'\\)$"
+             "^linear\\..*'reduce-overhead'\\)$" "^linear\\..*'max-autotune'\\)$")
+CHUNKS_QUICK=("^(contracts|gemm|quantize|rht)\\." "^linear\\.")
+CHUNKS_DISTRIBUTED=("^distributed\\..*'eager'\\)$" "^distributed\\..*'default'\\)$")
+
+in_chunks() {  # in_chunks NAME SECONDS RUNNER-OPTIONS... -- CHUNK...
+  local name=$1 seconds=$2 start=$SECONDS left bench opts=()
+  shift 2
+  while [[ $1 != -- ]]; do opts+=("$1"); shift; done
+  shift
+  for bench in "$@"; do
+    left=$((seconds - (SECONDS - start)))
+    if ((left < 60)); then echo "== chunk $bench: not run, ${left} s left"; continue; fi
+    timeout --signal=INT --kill-after=20 "$left" python3 -m tewatch.runner "${opts[@]}" --bench "$bench" \
+      --results-dir "$results/$name"
+    echo "== chunk $bench: exit $?, at $((SECONDS - start)) s"
+  done
+}
+
 plan() {
-  job distributed timeout --signal=INT --kill-after=20 420 python3 -m tewatch.runner --profile full \
-    --backends te --bench '^distributed\.' --results-dir "$results/distributed" --machine h200x2
-  CUDA_VISIBLE_DEVICES=1 job full timeout --signal=INT --kill-after=20 960 \
-    python3 -m tewatch.runner --profile full --results-dir "$results/full" &
+  job distributed in_chunks distributed 420 --profile full --backends te --machine h200x2 \
+    -- "${CHUNKS_DISTRIBUTED[@]}"
+  CUDA_VISIBLE_DEVICES=1 job full in_chunks full 960 --profile full -- "${CHUNKS_FULL[@]}" &
   sleep 20  # the two runs start one after the other: asv's machine file is shared
-  CUDA_VISIBLE_DEVICES=0 job quick timeout --signal=INT --kill-after=20 480 \
-    python3 -m tewatch.runner --profile quick --results-dir "$results/quick"
+  CUDA_VISIBLE_DEVICES=0 job quick in_chunks quick 420 --profile quick -- "${CHUNKS_QUICK[@]}"
   CUDA_VISIBLE_DEVICES=0 job campaign timeout --signal=INT --kill-after=20 600 \
     python3 -m tewatch campaign --profile quick --base-results "$results/quick" --perturb "$perturb" \
     --pr 1 --out "$results/campaign"

@@ -103,6 +103,24 @@ def complete_records(cases_dir: Path, case_results: list[CaseResult], log: str) 
     return added
 
 
+def read_run_json(sidecar: Path) -> dict[str, Any]:
+    path = sidecar / "run.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def merge_runs(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
+    """run.json of a run continued with another `--bench` chunk under the same commit: the later run's
+    facts, the earlier start, both chunks' filters and the sum of their wall times."""
+    merged = {k: v for k, v in later.items() if k != "schema"}
+    filters = [earlier.get("bench_filter"), later.get("bench_filter")]
+    merged["bench_filter"] = None if None in filters else f"{filters[0]}|{filters[1]}"
+    merged["started_at"] = earlier.get("started_at") or later.get("started_at")
+    merged["gpu_state_before"] = earlier.get("gpu_state_before") or later.get("gpu_state_before")
+    merged["wall_seconds"] = round(float(earlier.get("wall_seconds") or 0) + float(later["wall_seconds"]), 3)
+    merged["asv_exit_code"] = max(int(earlier.get("asv_exit_code") or 0), int(later["asv_exit_code"]))
+    return merged
+
+
 def write_run_json(sidecar: Path, run: dict[str, Any]) -> Path:
     path = sidecar / "run.json"
     path.write_text(json.dumps({"schema": RUN_SCHEMA, **run}, indent=1, sort_keys=True, default=str))

@@ -157,8 +157,10 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
     previous = results.find(machine_dir, sha) if machine_dir.exists() else None
     if previous is not None and sha != head:
         previous = results.refile(previous, head)
+    earlier: dict[str, Any] = {}
     if previous is not None and results.sidecar_dir(previous).exists():
         shutil.copytree(results.sidecar_dir(previous) / "cases", staging / "cases", dirs_exist_ok=True)
+        earlier = sidecar.read_run_json(results.sidecar_dir(previous))
     env["TEWATCH_RECORD_DIR"] = str(staging)
     staging.mkdir(parents=True, exist_ok=True)
 
@@ -202,7 +204,7 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
     added = sidecar.complete_records(side / "cases", case_results, log)
     finished = datetime.now(UTC)
     wall = time.monotonic() - t0
-    sidecar.write_run_json(side, {
+    run = {
         "profile": opts.profile,
         "backend_filter": ",".join(opts.backends) if opts.backends else None,
         "bench_filter": opts.bench,
@@ -216,7 +218,8 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
         "capabilities": info["capabilities"],
         "gpu_state_before": info["gpu_state"],
         "gpu_state_after": probe(opts, env)["gpu_state"] if info["gpu"].get("model") != "cpu" else {},
-    })
+    }
+    sidecar.write_run_json(side, sidecar.merge_runs(earlier, run) if earlier else run)
     return RunOutcome(final, side, exit_code, sha, source, _verdict_counts(side / "cases"), wall,
                       {k: v for k, v in added.items() if v})
 

@@ -117,3 +117,16 @@ def test_refile_moves_the_results_and_sidecar_under_another_commit(tmp_path: Pat
     assert results.load(moved)["commit_hash"] == "0123456789abcdef"
     assert (results.sidecar_dir(moved) / "cases").is_dir()
     assert results.find(tmp_path, "0123456789abcdef") == moved
+
+
+def test_a_run_continued_with_another_chunk_keeps_both_filters_and_the_sum_of_wall_times() -> None:
+    earlier = {"schema": sidecar.RUN_SCHEMA, "bench_filter": "^gemm\\.", "wall_seconds": 100.0,
+               "started_at": "2026-11-29T20:00:00Z", "asv_exit_code": 2, "gpu_state_before": {"power_w": [90.0]}}
+    later = {"bench_filter": "^linear\\.", "wall_seconds": 50.5, "started_at": "2026-11-29T20:02:00Z",
+             "finished_at": "2026-11-29T20:03:00Z", "asv_exit_code": 0, "gpu_state_before": {"power_w": [300.0]},
+             "profile": "full"}
+    merged = sidecar.merge_runs(earlier, later)
+    assert merged["bench_filter"] == "^gemm\\.|^linear\\." and merged["wall_seconds"] == 150.5
+    assert merged["started_at"] == "2026-11-29T20:00:00Z" and merged["finished_at"] == "2026-11-29T20:03:00Z"
+    assert merged["asv_exit_code"] == 2 and merged["gpu_state_before"] == {"power_w": [90.0]}
+    assert sidecar.merge_runs({**earlier, "bench_filter": None}, later)["bench_filter"] is None
