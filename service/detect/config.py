@@ -9,14 +9,20 @@ from dataclasses import asdict, dataclass
 class ChangePointConfig:
     """Change points on a branch's history of one series.
 
-    min_effect: smallest relative level change worth reporting (0.02 = 2 %).
+    min_effect: smallest relative level change worth reporting (0.02 = 2 %), judged on the
+        Hodges-Lehmann shift between the neighbouring segments.
     window: points on each side used to screen for candidate change points.
     z_screen: screening threshold on the windowed statistic (loose, Hunter's "weak" pass).
-    z_confirm: confirmation threshold on the full segments between neighbouring change points.
+    false_alarm_rate: chance that a segment of pure noise yields a change point; sets the critical
+        value of the rank test on the full segments between neighbouring change points, from the
+        segment's length (the largest statistic over all its splits is what the test judges).
     persistence: a new level must hold for this many points (also the minimum segment length), so a
         spike or a short burst of throttled runs is never a change point, and the newest point alone
         never raises one.
-    winsor_k: points further than k robust sigmas from the local median (5 points) are clipped there.
+    winsor_k: for screening, points further than k robust sigmas from the local median (5 points) are
+        clipped there.
+    outlier_k: points further than k robust sigmas from the median of their segment (a first pass)
+        are set aside: outlying processes, not levels.
     max_segment: points of each neighbouring segment used to confirm a change (bounds the memory of
         old levels).
     sigma_floor: lower bound on the per-point noise in log units (guards constant series).
@@ -25,9 +31,10 @@ class ChangePointConfig:
     min_effect: float = 0.02
     window: int = 60
     z_screen: float = 2.0
-    z_confirm: float = 4.0
+    false_alarm_rate: float = 0.01
     persistence: int = 5
     winsor_k: float = 3.0
+    outlier_k: float = 3.0
     max_segment: int = 250
     sigma_floor: float = 0.001
 

@@ -1,3 +1,4 @@
 """The detector's version: stored with every verdict, bumped whenever a change alters what it finds."""
 
-DETECTOR_VERSION = "tewatch-detect/1.0 (winsorized-window-z + segment-confirm; hl-mannwhitney-bh)"
+# at most 120 characters: the store's detector_version columns
+DETECTOR_VERSION = "tewatch-detect/2.0 (outliers aside; window-z + whole-history split; rank confirm at 1 % FA; hl-mannwhitney-bh)"

@@ -1,9 +1,17 @@
 import numpy as np
 import pytest
-from tewatch.detect.changepoint import detect_change_points
+from tewatch.detect.changepoint import (
+    critical_z,
+    detect_change_points,
+    hodges_lehmann,
+    rank_split_curve,
+    shift_reaches,
+)
 from tewatch.detect.config import ChangePointConfig
 from tewatch.detect.direction import Direction, direction_of, higher_is_better
 from tewatch.detect.environment import environment_shift
+from tewatch.detect.noise import H200_PROFILES
+from tewatch.detect.version import DETECTOR_VERSION
 
 
 def noisy(n: int, cv: float, seed: int) -> np.ndarray:
@@ -75,3 +83,81 @@ def test_a_change_point_at_a_driver_upgrade_is_an_environment_shift():
     assert environment_shift(envs, 12, 15) is None
     same_code_new_commit = [{**old}] * 20
     assert environment_shift(same_code_new_commit, 5, 15) is None
+
+
+def test_critical_z_holds_the_false_alarm_rate_of_the_largest_rank_statistic():
+    rng = np.random.default_rng(11)
+    for n, rate in ((40, 0.05), (150, 0.05), (150, 0.01)):
+        critical = critical_z(n, rate, 5)
+        largest = np.array([rank_split_curve(rng.random(n))[4 : n - 5].max() for _ in range(6000)])
+        assert 0.6 * rate <= (largest > critical).mean() <= 1.4 * rate
+    assert critical_z(300, 0.01, 5) > critical_z(60, 0.01, 5) > critical_z(60, 0.05, 5)
+
+
+@pytest.mark.parametrize("profile", ["matmul", "quantize", "linear"])
+def test_false_alarms_on_pure_noise_stay_near_the_configured_rate(profile):
+    rng = np.random.default_rng(12)
+    noise = H200_PROFILES[profile]
+    series_with_alarm = sum(bool(detect_change_points(noise.commit_values(rng, (200,)))) for _ in range(300))
+    assert series_with_alarm <= 0.025 * 300  # 1 % per segment: about 3 expected
+
+
+def test_a_small_step_in_heavy_noise_is_found_from_the_whole_history():
+    # 3 % in te.Linear-like noise (6 % per commit, 5 % outlying processes): too small for a 60-point
+    # window, found by the strongest split of the whole history in most series
+    noise = H200_PROFILES["linear"]
+    found = 0
+    for seed in range(40):
+        y = noise.commit_values(np.random.default_rng(seed), (300,))
+        y[150:] *= 1.03
+        found += any(cp.first_possible_index <= 150 <= cp.last_possible_index for cp in detect_change_points(y))
+    assert found >= 20
+
+
+def test_outlying_processes_are_set_aside_so_a_small_step_under_them_is_found():
+    # quantize-like: a 3 % core, and 15 % of processes 15-28 % slower; the step is the core's own size
+    noise = H200_PROFILES["quantize"]
+    found = 0
+    for seed in range(30):
+        rng = np.random.default_rng(100 + seed)
+        at = int(rng.integers(60, 240))
+        y = noise.commit_values(rng, (300,))
+        y[at:] *= 0.97
+        found += any(cp.first_possible_index <= at <= cp.last_possible_index and cp.effect < 0
+                     for cp in detect_change_points(y))
+    assert found >= 28
+
+
+def test_reported_ranges_hold_the_change_about_99_percent_of_the_time():
+    noise = H200_PROFILES["linear"]
+    held = total = 0
+    for seed in range(150):
+        rng = np.random.default_rng(1000 + seed)
+        at = int(rng.integers(60, 240))
+        y = noise.commit_values(rng, (300,))
+        y[at:] *= 1.05
+        for cp in detect_change_points(y):
+            if abs(cp.index - at) <= 40:
+                total += 1
+                held += cp.first_possible_index <= at <= cp.last_possible_index
+    assert total >= 135 and held / total >= 0.95
+
+
+def test_the_effect_is_the_hodges_lehmann_shift_and_the_check_counts_it_exactly():
+    rng = np.random.default_rng(14)
+    y = 1e-3 * np.exp(rng.normal(0.0, 0.02, 160))
+    y[80:] *= 1.06
+    [cp] = detect_change_points(y)
+    x = np.log(y)
+    assert cp.effect == pytest.approx(np.expm1(hodges_lehmann(x[:80], x[80:])), abs=1e-3)  # 3-sigma points aside
+    assert cp.level_after == pytest.approx(cp.baseline * (1 + cp.effect))
+    for _ in range(200):
+        before, after = rng.normal(0, 1, rng.integers(5, 30)), rng.normal(0.3, 1, rng.integers(5, 30))
+        shift = float(rng.normal(0.3, 0.5))
+        estimate = hodges_lehmann(before, after)
+        if abs(estimate - shift) > 1e-9:
+            assert shift_reaches(before, after, shift) == (estimate >= shift if shift >= 0 else estimate <= shift)
+
+
+def test_the_detector_version_fits_the_store():
+    assert len(DETECTOR_VERSION) <= 120  # String(120) columns of detections and pr comparisons
