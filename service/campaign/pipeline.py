@@ -143,9 +143,9 @@ class Campaign:
 
     @staticmethod
     def _single_commit(results: Path) -> str:
+        # asv's layout: <results>/<machine>/<commit>-<env>.json beside machine.json
         commits = {json.loads(p.read_text(errors="replace").replace("NaN", "null"))["commit_hash"]
-                   for p in results.rglob("*.json")
-                   if p.name not in {"machine.json", "benchmarks.json"} and ".tewatch" not in str(p.parent)}
+                   for p in results.glob("*/*.json") if p.name != "machine.json"}
         if len(commits) != 1:
             raise RuntimeError(f"{results} must hold the results of exactly one commit, found {len(commits)}")
         return commits.pop()
