@@ -1,0 +1,64 @@
+"""`tewatch demo` (the README's main command, here without the CPU suite run, which tests/suites
+covers): the bundled real H200 runs land in a fresh store and the dashboard serves them."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tewatch.campaign.demo import BUNDLED_HISTORY
+from tewatch.campaign.service_process import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("demo")
+    port = free_port()
+    log = (tmp / "demo.log").open("w+")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tewatch", "demo", "--no-run-suites", "--port", str(port), "--project", str(ROOT),
+         "--db", f"sqlite:///{tmp / 'demo.sqlite3'}"],
+        stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, COLUMNS="200"), text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, Path(log.name).read_text()[-3000:]
+            try:
+                if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("the demo did not answer within 180 s: " + Path(log.name).read_text()[-3000:])
+        yield url, Path(log.name)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def test_every_bundled_folder_is_loaded_and_the_url_is_printed(demo) -> None:
+    url, log = demo
+    text = log.read_text()
+    for folder in BUNDLED_HISTORY:
+        assert f"H200 history: 1 runs (1 new) from {ROOT / folder}" in " ".join(text.split())
+    assert f"dashboard: {url}/" in text
+
+
+def test_the_dashboard_shows_the_h200_runs_and_their_verdicts(demo) -> None:
+    url, _ = demo
+    runs = httpx.get(f"{url}/api/v1/runs", timeout=30).json()
+    items = runs["items"] if isinstance(runs, dict) else runs
+    assert len(items) == len(BUNDLED_HISTORY)
+    matrix = httpx.get(f"{url}/matrix", timeout=30)
+    assert matrix.status_code == 200 and "NVIDIA H200" in matrix.text
+    # te.Linear under torch.compile from the quick profile, world sizes 1 and 2 from the 2-GPU run
+    assert '<option value="nvfp4-ref" >nvfp4-ref</option>' in matrix.text
+    assert '<option value="2" >2</option>' in matrix.text

@@ -1,0 +1,103 @@
+"""The later lent-GPU runs kept as fixtures: the quick profile (forked cases), the 2-GPU distributed
+suite, and the perturbed head run of the H200 campaign with its pull-request report."""
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tewatch.runner import results
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+COMMIT = "f7d8c16d14e12838378ca44617af2072e71c8508"  # sha1("transformer_engine==2.20.2")
+
+
+def _run(folder: str) -> tuple[Path, dict, dict[str, dict]]:
+    """(results file, run.json, records by case id) of the one run in a fixture folder."""
+    results_file = next(p for p in (FIXTURES / folder).glob("*/*.json") if p.name != "machine.json")
+    sidecar = results.sidecar_dir(results_file)
+    records = {p.stem: json.loads(p.read_text()) for p in (sidecar / "cases").glob("*.json")}
+    return results_file, json.loads((sidecar / "run.json").read_text()), records
+
+
+def _verdict(records: dict[str, dict], case: str, **params: object) -> dict:
+    return records[results.case_id(case, params)]["verdict"]
+
+
+def test_the_quick_profile_ran_forked_cases_after_the_fork_check_passed() -> None:
+    _, run, records = _run("h200-quick")
+    assert run["launch_method"] == "forkserver" and run["fork_check"]["safe"] is True
+    assert run["gpu"]["model"] == "NVIDIA H200" and run["versions"]["te"] == "2.20.2"
+    assert Counter(r["verdict"]["status"] for r in records.values()) == {"pass": 67, "unsupported": 29, "error": 9}
+
+
+@pytest.mark.parametrize("rank", [2, 3, 4])
+def test_quick_profile_gates_native_nvfp4_and_mxfp8_and_records_delayed_scaling_as_untraceable(rank: int) -> None:
+    _, _, records = _run("h200-quick")
+    for recipe in ("nvfp4", "mxfp8"):
+        for mode in ("eager", "default"):
+            verdict = _verdict(records, "linear.LinearFwdBwd", recipe=recipe, rank=rank, mode=mode)
+            assert verdict["status"] == "unsupported" and "10.0 or higher" in verdict["reason"]
+    verdict = _verdict(records, "contracts.ShapeContract", quantizer="fp8-delayed", rank=rank)
+    assert verdict["status"] == "unsupported" and "inner_tensor_specs" in verdict["reason"]
+
+
+def test_quick_profile_te_reference_linear_breaks_on_4d_inputs_eager_and_compiled() -> None:
+    _, _, records = _run("h200-quick")
+    for mode in ("eager", "default"):
+        verdict = _verdict(records, "linear.LinearFwdBwd", recipe="nvfp4-ref", rank=4, mode=mode)
+        assert verdict["status"] == "error" and "shape '[2, 2, 4096]' is invalid" in verdict["message"]
+        assert _verdict(records, "linear.LinearFwdBwd", recipe="nvfp4-ref", rank=3, mode=mode)["status"] == "pass"
+
+
+def test_quick_profile_compiled_te_linear_matches_eager_bit_for_bit_with_its_compile_time() -> None:
+    _, _, records = _run("h200-quick")
+    for recipe in ("bf16", "fp8-delayed", "fp8-current", "fp8-block"):
+        for rank in (2, 3, 4):
+            record = records[results.case_id("linear.LinearFwdBwd", {"recipe": recipe, "rank": rank, "mode": "default"})]
+            assert record["verdict"]["status"] == "pass" and record["verdict"]["value"] == 0.0
+            assert record["metrics"]["compile_seconds"]["value"] > 0
+
+
+def test_quick_profile_every_passing_case_has_samples() -> None:
+    results_file, _, records = _run("h200-quick")
+    benchmarks = results.load(FIXTURES / "h200-quick" / "benchmarks.json")
+    timed = [case for case in results.iter_case_results(results.load(results_file), benchmarks)
+             if case.case_id in records and records[case.case_id]["verdict"]["status"] == "pass"]
+    assert len(timed) >= 67 and all(case.value and case.value > 0 for case in timed)
+
+
+def test_two_gpu_run_eager_cases_pass_against_one_gpu_and_native_nvfp4_is_gated() -> None:
+    _, run, records = _run("h200x2-distributed")
+    assert run["gpu"]["count"] == 2 and run["commit"] == COMMIT
+    statuses = Counter(r["verdict"]["status"] for r in records.values())
+    assert statuses == {"pass": 15, "unsupported": 5}
+    for record in records.values():
+        labels = record["labels"]
+        assert labels["mode"] == "eager"
+        if labels["world_size"] == 2:
+            assert labels["interconnect"] == "NV18"  # nvidia-smi topo -m between the two H200s
+        if labels["recipe"] == "nvfp4":
+            assert record["verdict"]["status"] == "unsupported"
+    assert {r["labels"]["world_size"] for r in records.values()} == {1, 2}
+
+
+def test_campaign_head_breaks_fp8_current_contract_only_where_the_perturbation_does() -> None:
+    _, run, records = _run("h200-campaign")
+    assert run["commit"] != COMMIT
+    for rank, status in ((2, "pass"), (3, "error"), (4, "error")):
+        verdict = _verdict(records, "contracts.ShapeContract", quantizer="fp8-current", rank=rank)
+        assert verdict["status"] == status
+        if status == "error":
+            assert verdict["exception_class"] == "ShapeContractMismatch" and "_transpose" in verdict["message"]
+
+
+def test_campaign_pr_report_lists_the_two_correctness_failures_first_and_was_signed() -> None:
+    report = (FIXTURES / "h200-campaign" / "pr-report.md").read_text()
+    assert report.index("### Correctness") < report.index("### Largest regressions")
+    correctness = report[report.index("### Correctness"):report.index("### Largest regressions")]
+    assert correctness.count("ShapeContract(quantizer=fp8-current, rank=") == 2
+    webhook = json.loads((FIXTURES / "h200-campaign" / "pr-report-webhook.json").read_text())
+    assert webhook["event"] == "pr.report" and webhook["signature_valid"] is True
+    assert webhook["body"]["data"]["correctness_failures"] == 2
