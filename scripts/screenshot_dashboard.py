@@ -1,0 +1,81 @@
+"""Full-page screenshots of the dashboard over a stored SQLite database.
+
+Copies the database into a temp folder (the original is never touched), starts a real `tewatch serve` on it,
+and photographs with Playwright and Debian's Chromium (headless): the overview, the matrix, PR #1, the alerts,
+the runs, the machines, the series of the largest open regression alert and one te-ref quantize series.
+
+    .venv/bin/python scripts/screenshot_dashboard.py .gpu-results/h200-campaign/campaign.sqlite3 \\
+        docs/screenshots/h200-campaign
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from pathlib import Path
+
+import httpx
+from playwright.sync_api import sync_playwright
+from tewatch.campaign.service_process import ServiceProcess
+
+PAGES = {"overview": "/", "matrix": "/matrix", "pr-1": "/pr/1", "alerts": "/alerts", "runs": "/runs",
+         "machines": "/machines"}
+
+
+def copy_database(source: str, folder: Path) -> str:
+    """A copy of the SQLite file (and its -wal/-shm companions) in `folder`, as a database URL."""
+    path = Path(source.removeprefix("sqlite:///"))
+    copy = folder / path.name
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{path}{suffix}").exists():
+            shutil.copy2(f"{path}{suffix}", f"{copy}{suffix}")
+    return f"sqlite:///{copy}"
+
+
+def series_pages(url: str) -> dict[str, str]:
+    """The series of the open regression alert with the largest effect, and the te-ref quantize series that
+    changed most in PR #1 (the first one when the PR compared none)."""
+    alerts = httpx.get(f"{url}/api/v1/alerts", params={"status": "open", "kind": "regression"}).json()
+    worst = max(alerts, key=lambda alert: abs(alert["effect"] or 0))
+    cases = httpx.get(f"{url}/api/v1/cases", params={"case": "quantize.Quantize", "backend": "te-ref"}).json()
+    te_ref = [ref["id"] for case in cases["items"] for ref in case["series"]]
+    effects = {row["series_id"]: abs(row["effect"] or 0) for row in httpx.get(f"{url}/api/v1/prs/1/comparisons").json()}
+    quantize = max(te_ref, key=lambda i: effects.get(i, -1))
+    return {"series-top-regression": f"/series/{worst['series_id']}", "series-te-ref-quantize": f"/series/{quantize}"}
+
+
+def screenshot(url: str, out: Path, max_height: int, scale: float) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 900}, device_scale_factor=scale)
+        for name, path in {**PAGES, **series_pages(url)}.items():
+            response = page.goto(url + path, wait_until="networkidle")
+            if response is None or not response.ok:
+                raise RuntimeError(f"{path}: HTTP {response.status if response else '?'}")
+            height = min(page.evaluate("document.documentElement.scrollHeight"), max_height)
+            file = out / f"{name}.png"
+            page.screenshot(path=file, full_page=True, clip={"x": 0, "y": 0, "width": 1400, "height": height})
+            written.append(file)
+        browser.close()
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("database", help="SQLite database URL (sqlite:///...) or path")
+    parser.add_argument("out", type=Path, help="folder for the PNG files")
+    parser.add_argument("--max-height", type=int, default=1600, help="clip pages taller than this (px)")
+    parser.add_argument("--scale", type=float, default=1.0, help="device scale factor")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        database_url = copy_database(args.database, Path(tmp))
+        with ServiceProcess(database_url, Path(tmp) / "service.log") as service:
+            for file in screenshot(service.url, args.out, args.max_height, args.scale):
+                print(file)
+
+
+if __name__ == "__main__":
+    main()
