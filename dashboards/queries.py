@@ -20,6 +20,7 @@ from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session
 from tewatch.dashboards import detection
 from tewatch.dashboards.status import Severity, severity
+from tewatch.detect.store_glue import FAILING as REPORT_FAILING, previous_verdicts
 from tewatch.store.alert_models import Alert, AlertStatusChange, Detection
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.key_lists import in_key_list
@@ -35,6 +36,7 @@ from tewatch.store.models import (
     Run,
     Series,
     Verdict,
+    VerdictStatus,
 )
 
 MATRIX_MODES = ("eager", "default", "reduce-overhead", "max-autotune")
@@ -808,10 +810,37 @@ def pr_runs(session: Session, number: int) -> list[RunRow]:
     return [RunRow(r, m, e, c, counts.get(r.id, {})) for r, m, e, c in rows]
 
 
-def pr_failures(session: Session, run_ids: list[int]) -> list[tuple[Case, Verdict]]:
-    if not run_ids:
-        return []
-    return list(session.execute(
-        select(Case, Verdict).join(Verdict, Verdict.case_id == Case.id).where(
-            Verdict.run_id.in_(run_ids), Verdict.status.in_(["fail_accuracy", "error", "timeout", "oom"]))
-    ).all())
+@dataclass(frozen=True)
+class PrFailure:
+    case: Case
+    verdict: Verdict
+    base_status: str  # the case's verdict on the merge base, "" when the base has no such case
+
+
+@dataclass
+class PrFailures:
+    """A pull request's failing verdicts, split the way its `pr.report` splits them: `new` are the report's
+    correctness failures, `known` failed (or at least did not pass) on the merge base already."""
+
+    new: list[PrFailure] = field(default_factory=list)
+    known: list[PrFailure] = field(default_factory=list)
+
+
+def pr_failures(session: Session, runs: Sequence[Run]) -> PrFailures:
+    """Failing verdicts of a pull request's head runs, each against its merge base as detection sees it
+    (the report's `previous_verdicts` and `FAILING`)."""
+    out = PrFailures()
+    for run in runs:
+        rows = session.execute(
+            select(Case, Verdict).join(Verdict, Verdict.case_id == Case.id)
+            .where(Verdict.run_id == run.id, Verdict.status.in_(REPORT_FAILING)).order_by(Case.case_name, Case.id)
+        ).all()
+        if not rows:
+            continue
+        before = previous_verdicts(session, run)
+        for case, verdict in rows:
+            previous = before.get(case.id)
+            failure = PrFailure(case, verdict, previous.value if previous else "")
+            # check_correctness's rule: a failing verdict is the PR's when the base passed or lacks the case
+            (out.new if previous in (None, VerdictStatus.passed) else out.known).append(failure)
+    return out

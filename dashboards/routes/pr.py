@@ -38,5 +38,5 @@ def pr_page(request: Request, number: int, session: Annotated[Session, Depends(g
         counts[v.comparison.verdict] = counts.get(v.comparison.verdict, 0) + 1
     return render(
         request, "pr.html", nav="", title=f"PR #{number}", number=number, runs=runs, verdicts=verdicts,
-        counts=counts, sort=sort, failures=queries.pr_failures(session, [r.run.id for r in runs]),
+        counts=counts, sort=sort, failures=queries.pr_failures(session, [r.run for r in runs]),
     )

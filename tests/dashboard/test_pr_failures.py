@@ -1,0 +1,128 @@
+"""The pull-request page counts correctness failures the way the PR's `pr.report` does: only cases whose
+verdict left `pass` on the head (or are new and failing); cases that failed on the merge base already are
+listed apart as known failures. A real server, real uploads of a real fixture run, Chromium."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.conftest import LiveServer, start_server, stop_server
+from tests.dashboard.conftest import screenshot
+from tests.dashboard.expectations import FAILURES
+from tests.service.uploads import parts_of, post_run, tiny_run
+
+PR = 77
+KNOWN_EXCEPTION = "FailsOnTheBaseToo"
+NEW_EXCEPTION = "FailsOnlyInThisPullRequest"
+
+
+@dataclass
+class PrSite:
+    server: LiveServer
+    known_failures: int  # failing verdicts of the base run (case records and failed benchmarks), all failing on the head too
+
+
+def _with_commit(parts: dict, commit: str) -> dict:
+    results = json.loads(parts["result"][0][1])
+    results["commit_hash"] = commit
+    parts["result"] = [(parts["result"][0][0], json.dumps(results).encode())]
+    return parts
+
+
+def _fail_first_passing(parts: dict, exception_class: str) -> dict:
+    for i, (name, content) in enumerate(parts["cases"]):
+        record = json.loads(content)
+        if record["verdict"].get("status") == "pass":
+            record["verdict"] = {"status": "error", "check": record["verdict"].get("check", ""),
+                                 "exception_class": exception_class, "message": f"{exception_class} here"}
+            parts["cases"][i] = (name, json.dumps(record).encode())
+            return parts
+    raise AssertionError("no passing case left to fail")
+
+
+def _failing(parts: dict) -> int:
+    return sum(json.loads(content)["verdict"].get("status") in FAILURES for _name, content in parts["cases"])
+
+
+def _failing_verdicts(db_url: str, run_id: int) -> int:
+    from sqlalchemy import func, select
+    from tewatch.store.database import make_engine
+    from tewatch.store.models import Verdict
+
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            return connection.scalar(select(func.count()).select_from(Verdict).where(
+                Verdict.run_id == run_id, Verdict.status.in_(sorted(FAILURES))))
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def pr_site(tmp_path_factory) -> Iterator[PrSite]:
+    from tewatch.store.migrate import upgrade
+
+    folder = tmp_path_factory.mktemp("pr-failures")
+    db_url = f"sqlite:///{folder / 'tewatch.sqlite3'}"
+    upgrade(db_url)
+    server = start_server(db_url, folder / "serve.log")
+    try:
+        base_sha, head_sha = "ba5e" + "0" * 36, "feed" + "0" * 36
+        base = _fail_first_passing(_with_commit(parts_of(tiny_run()), base_sha), KNOWN_EXCEPTION)
+        head = _fail_first_passing(_with_commit(parts_of(tiny_run()), head_sha), KNOWN_EXCEPTION)
+        head = _fail_first_passing(head, NEW_EXCEPTION)
+        assert _failing(head) == _failing(base) + 1
+        with server.client() as client:
+            answer = post_run(client, base, branch="main")
+            assert answer.status_code == 201, answer.text
+            base_run_id = answer.json()["run_id"]
+            answer = post_run(client, head, pr_number=str(PR), merge_base_sha=base_sha, branch="feature")
+            assert answer.status_code == 201, answer.text
+        yield PrSite(server, _failing_verdicts(db_url, base_run_id))
+    finally:
+        stop_server(server)
+
+
+def _report_alerts(site: PrSite) -> list[dict]:
+    """The correctness alerts detection opened for the PR: one per failure its `pr.report` lists."""
+    with site.server.client() as client:
+        for _ in range(100):
+            alerts = client.get("/api/v1/alerts", params={"kind": "correctness", "pr": PR}).json()
+            if alerts:
+                return alerts
+            time.sleep(0.1)
+    return []
+
+
+def test_pr_page_counts_only_new_failures_and_lists_known_ones_apart(pr_site, page):
+    response = page.goto(f"{pr_site.server.url}/pr/{PR}")
+    assert response is not None and response.status == 200
+    screenshot(page, "pull-request-known-failures")
+
+    assert page.inner_text("#pr-new-failures-count") == "1 correctness failure"
+    new_rows = page.query_selector_all("#pr-failures tbody tr")
+    assert len(new_rows) == 1
+    assert NEW_EXCEPTION in new_rows[0].inner_text()
+    assert new_rows[0].get_attribute("data-base-status") == "pass"
+
+    known = pr_site.known_failures
+    assert known >= 2
+    assert page.inner_text("#pr-known-failures-count") == f"{known} known failures"
+    assert "Known failures, also failing on the base" in page.inner_text("main")
+    known_rows = page.query_selector_all("#pr-known-failures tbody tr")
+    assert len(known_rows) == known
+    assert any(KNOWN_EXCEPTION in r.inner_text() for r in known_rows)
+    assert all(r.get_attribute("data-base-status") not in ("", "pass") for r in known_rows)
+    assert NEW_EXCEPTION not in page.inner_text("#pr-known-failures")
+
+    # the same split as the report's: detection opened exactly one correctness alert, for the new failure
+    alerts = _report_alerts(pr_site)
+    assert len(alerts) == 1, alerts
+    assert str(new_rows[0].query_selector("a[href^='/case/']").get_attribute("href")).endswith(
+        f"/{alerts[0]['case_id']}")
+    assert not page.problems, page.problems
