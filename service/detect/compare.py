@@ -4,7 +4,9 @@ Within one process, samples are tight; between processes the level moves (h200-t
 process medians). A rank test on samples alone would call two processes of the same code different, so
 the interval of the change combines both: the Hodges-Lehmann shift of log samples with its
 distribution-free interval (Mann-Whitney), widened by the run-to-run noise measured on the base branch's
-history of the same series (or an assumed floor without history). Verdicts:
+history of the same series. Without history that noise is unknown; it is taken as the larger of a floor
+and the spread of either run's own samples: a run whose samples scatter by 30 % (a host-bound 20 us
+call) cannot promise that the next run's level is closer than that. Verdicts:
 
 - regression / improvement: significant after Benjamini-Hochberg across the sweep and the estimated
   change is at least min_effect in that direction;
@@ -72,6 +74,16 @@ def hodges_lehmann_shift(base: np.ndarray, head: np.ndarray, confidence: float) 
     return float(np.median(diffs)), float(diffs[k]), float(diffs[len(diffs) - 1 - k])
 
 
+def within_run_sigma(samples: np.ndarray) -> float:
+    """Robust spread of one run's samples in log units (scaled median absolute deviation)."""
+    logs = np.log(samples)
+    return float(1.4826 * np.median(np.abs(logs - np.median(logs))))
+
+
+def assumed_between_run_sigma(base: np.ndarray, head: np.ndarray, floor: float) -> float:
+    return max(floor, within_run_sigma(base), within_run_sigma(head))
+
+
 def measure_shift(base: np.ndarray, head: np.ndarray, between_sigma: float, confidence: float) -> _Shift:
     estimate, low, high = hodges_lehmann_shift(base, head, confidence)
     z = stats.norm.ppf(0.5 + confidence / 2)
@@ -100,21 +112,23 @@ def compare_sweep(
     config = config or CompareConfig()
     shifts: list[_Shift | None] = []
     cleaned = []
+    betweens = []
     for base_raw, head_raw, _, sigma in pairs:
         base, head = _clean(base_raw), _clean(head_raw)
         cleaned.append((base, head))
         if min(len(base), len(head)) < config.min_samples:
             shifts.append(None)
+            betweens.append(config.between_run_sigma if sigma is None else sigma)
             continue
-        between = config.between_run_sigma if sigma is None else max(sigma, 0.0)
+        between = assumed_between_run_sigma(base, head, config.between_run_sigma) if sigma is None else max(sigma, 0.0)
+        betweens.append(between)
         shifts.append(measure_shift(base, head, between, config.confidence))
     tested = [s.p_value for s in shifts if s is not None]
     q_values = iter(benjamini_hochberg(tested)) if tested else iter(())
     results = []
-    for (base, head), shift, (_, _, higher_better, sigma) in zip(cleaned, shifts, pairs):
+    for (base, head), shift, between, (_, _, higher_better, _) in zip(cleaned, shifts, betweens, pairs):
         baseline = float(np.median(base)) if len(base) else float("nan")
         head_level = float(np.median(head)) if len(head) else float("nan")
-        between = config.between_run_sigma if sigma is None else sigma
         if shift is None:
             results.append(
                 Comparison(

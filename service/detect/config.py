@@ -50,8 +50,8 @@ class CompareConfig:
     alpha: false discovery rate across the sweep (Benjamini-Hochberg).
     confidence: two-sided confidence of the reported interval of the change.
     min_samples: fewer samples on either side is "inconclusive".
-    between_run_sigma: run-to-run noise (log units) assumed when a series has no history to measure
-        it from; one process's samples say nothing about the level of the next process.
+    between_run_sigma: floor of the run-to-run noise (log units) assumed when a series has no history
+        to measure it from; the assumption is raised to either run's own sample spread where larger.
     bootstrap_resamples: resamples for intervals of ratios (compiled/eager, nvfp4/bf16).
     """
 
