@@ -28,7 +28,8 @@ _PROFILE = current_profile()
 class LinearFwdBwd(Case):
     param_names = ["recipe", "rank", "mode"]
     params = [
-        [r for r in BACKEND_OF if BACKEND_OF[r] in selected_backends()],
+        [r for r in BACKEND_OF
+         if BACKEND_OF[r] in selected_backends() and r not in _PROFILE.linear_skipped_recipes],
         list(_PROFILE.linear_ranks),
         list(_PROFILE.linear_modes),
     ]

@@ -49,4 +49,6 @@ def test_full_profile_has_real_shapes_all_backends_and_every_compile_mode() -> N
     linear = names["linear.LinearFwdBwd.track_seconds"]
     assert linear[0] == ["recipe", "rank", "mode"]
     assert linear[1][2] == ["'eager'", "'default'", "'reduce-overhead'", "'max-autotune'"]
-    assert "'max-autotune'" not in discover("quick")["linear.LinearFwdBwd.track_seconds"][1][2]
+    assert "'torch-ref'" in linear[1][0]
+    quick = discover("quick")["linear.LinearFwdBwd.track_seconds"][1]
+    assert "'max-autotune'" not in quick[2] and "'torch-ref'" not in quick[0] and "'nvfp4-ref'" in quick[0]
