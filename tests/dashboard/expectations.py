@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from tewatch.dashboards.queries import matrix_column
 from tewatch.dashboards.status import severity
-from tewatch.ingest.discover import RunFiles, find_runs
+from tewatch.ingest.discover import RunFiles
 
 FAILURES = {"error", "fail_accuracy", "timeout", "oom"}
 
@@ -78,7 +77,3 @@ def expected_matrix(runs: list[RunFiles]) -> dict[tuple, ExpectedCell]:
         if previous is None or severity(r.status, None) < severity(previous.status, None):
             cells[key] = ExpectedCell(*key, r.status, exc)
     return cells
-
-
-def h200_runs(folder: Path) -> list[RunFiles]:
-    return [run for results in sorted({p.parent for p in folder.rglob("benchmarks.json")}) for run in find_runs(results)]

@@ -84,7 +84,7 @@ def test_two_gpu_run_eager_cases_pass_against_one_gpu_and_native_nvfp4_is_gated(
 
 
 def test_campaign_head_breaks_fp8_current_contract_only_where_the_perturbation_does() -> None:
-    _, run, records = _run("h200-campaign")
+    _, run, records = _run("h200-campaign/head-results")
     assert run["commit"] != COMMIT
     for rank, status in ((2, "pass"), (3, "error"), (4, "error")):
         verdict = _verdict(records, "contracts.ShapeContract", quantizer="fp8-current", rank=rank)
