@@ -20,7 +20,7 @@ from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session
 from tewatch.dashboards import detection
 from tewatch.dashboards.status import Severity, severity
-from tewatch.detect.store_glue import FAILING as REPORT_FAILING, previous_verdicts
+from tewatch.detect.store_glue import FAILING as REPORT_FAILING, is_new_failure, previous_verdicts
 from tewatch.store.alert_models import Alert, AlertStatusChange, Detection
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.key_lists import in_key_list
@@ -36,7 +36,6 @@ from tewatch.store.models import (
     Run,
     Series,
     Verdict,
-    VerdictStatus,
 )
 
 MATRIX_MODES = ("eager", "default", "reduce-overhead", "max-autotune")
@@ -841,6 +840,5 @@ def pr_failures(session: Session, runs: Sequence[Run]) -> PrFailures:
         for case, verdict in rows:
             previous = before.get(case.id)
             failure = PrFailure(case, verdict, previous.value if previous else "")
-            # check_correctness's rule: a failing verdict is the PR's when the base passed or lacks the case
-            (out.new if previous in (None, VerdictStatus.passed) else out.known).append(failure)
+            (out.new if is_new_failure(verdict.status, previous) else out.known).append(failure)
     return out

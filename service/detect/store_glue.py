@@ -181,6 +181,11 @@ def _verdict_detail(verdict: Verdict) -> str:
     return f"{verdict.check}: {text}".strip(": ")
 
 
+def is_new_failure(status: VerdictStatus, previous: VerdictStatus | None) -> bool:
+    """A correctness regression: the case fails now and passed (or did not exist) before."""
+    return status in FAILING and previous in (None, VerdictStatus.passed)
+
+
 def previous_verdicts(session: Session, run: Run) -> dict[int, VerdictStatus]:
     """The verdict each case had before this run: the merge base for a pull request, else the latest
     earlier run on the same branch."""
@@ -213,7 +218,7 @@ def check_correctness(session: Session, run: Run, public_url: str, summary: Dete
     query = select(Verdict, Case).join(Case, Verdict.case_id == Case.id).where(Verdict.run_id == run.id)
     for verdict, case in session.execute(query).all():
         previous = before.get(case.id)
-        if verdict.status in FAILING and previous in (None, VerdictStatus.passed):
+        if is_new_failure(verdict.status, previous):
             detail = _verdict_detail(verdict)
             rows.append(CorrectnessRow(_case_label(case), previous.value if previous else "", verdict.status.value,
                                        detail, case.id))
