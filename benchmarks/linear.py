@@ -15,6 +15,7 @@ from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared
 from benchmarks.harness.linear_steps import fwd_bwd, timed_fwd_bwd
 from benchmarks.harness.numerics import max_abs_difference, relative_error
+from benchmarks.harness.params import invalid_combinations
 from benchmarks.harness.profiles import Profile, current_profile, selected_backends, spread_over_rank
 
 BACKEND_OF = {"bf16": "te", "fp8-delayed": "te", "fp8-current": "te", "fp8-block": "te", "mxfp8": "te",
@@ -29,10 +30,12 @@ class LinearFwdBwd(Case):
     param_names = ["recipe", "rank", "mode"]
     params = [
         [r for r in BACKEND_OF
-         if BACKEND_OF[r] in selected_backends() and r not in _PROFILE.linear_skipped_recipes],
+         if BACKEND_OF[r] in selected_backends() and (r != "torch-ref" or _PROFILE.linear_torch_ref_modes)],
         list(_PROFILE.linear_ranks),
         list(_PROFILE.linear_modes),
     ]
+    skip_params = invalid_combinations(
+        params, lambda recipe, _rank, mode: recipe != "torch-ref" or mode in _PROFILE.linear_torch_ref_modes)
     op = "linear"
     timeout = 600
 

@@ -50,5 +50,12 @@ def test_full_profile_has_real_shapes_all_backends_and_every_compile_mode() -> N
     assert linear[0] == ["recipe", "rank", "mode"]
     assert linear[1][2] == ["'eager'", "'default'", "'reduce-overhead'", "'max-autotune'"]
     assert "'torch-ref'" in linear[1][0]
+    skipped = subprocess.run(
+        [sys.executable, "-c", "import json; from benchmarks.linear import LinearFwdBwd as L; "
+                               "print(json.dumps(L.skip_params))"],
+        cwd=REPO, env=dict(os.environ, TEWATCH_PROFILE="full", TEWATCH_BACKENDS=""), capture_output=True,
+        text=True, check=True, timeout=300)
+    assert sorted(map(tuple, json.loads(skipped.stdout))) == [
+        ("torch-ref", rank, mode) for rank in (2, 3, 4) for mode in ("max-autotune", "reduce-overhead")]
     quick = discover("quick")["linear.LinearFwdBwd.track_seconds"][1]
     assert "'max-autotune'" not in quick[2] and "'torch-ref'" not in quick[0] and "'nvfp4-ref'" in quick[0]
