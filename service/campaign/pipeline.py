@@ -145,7 +145,8 @@ class Campaign:
     def _single_commit(results: Path) -> str:
         # asv's layout: <results>/<machine>/<commit>-<env>.json beside machine.json
         commits = {json.loads(p.read_text(errors="replace").replace("NaN", "null"))["commit_hash"]
-                   for p in results.glob("*/*.json") if p.name != "machine.json"}
+                   for p in results.glob("*/*.json")
+                   if p.name != "machine.json" and not p.parent.name.startswith(".")}
         if len(commits) != 1:
             raise RuntimeError(f"{results} must hold the results of exactly one commit, found {len(commits)}")
         return commits.pop()

@@ -129,7 +129,8 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
         env["TEWATCH_BACKENDS"] = ",".join(opts.backends)
     else:
         env.pop("TEWATCH_BACKENDS", None)
-    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(results_dir.parent / "inductor-cache"))
+    # one compile cache per results folder: a campaign's base and head runs each compile from cold
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(results_dir / ".inductor-cache"))
     env["PYTHONUNBUFFERED"] = "1"
     env.update(FORK_SAFE_ENV)
 
