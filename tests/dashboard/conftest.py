@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from tewatch.dashboards.queries import matrix_column
-from tewatch.ingest.discover import ASV_SIDE_FILES, DiscoveryError, RunFiles, _run_files, find_runs
+from tewatch.ingest.discover import RunFiles
 
-from tests.conftest import FIXTURES, REPO_ROOT, LiveServer, fixture_results_dirs, start_server, stop_server
-from tests.service.uploads import parts_of, post_run
+from tests.conftest import FIXTURES, REPO_ROOT, LiveServer, start_server, stop_server
+from tests.service.uploads import all_fixture_runs, parts_of, post_run
 
 CHROMIUM = Path(os.environ.get("TEWATCH_CHROMIUM", "/usr/bin/chromium"))
 SCREENSHOTS = REPO_ROOT / "test-output" / "screenshots"
@@ -94,19 +94,6 @@ def pull_request_variant(run: RunFiles) -> tuple[dict[str, list[tuple[str, bytes
     """A copy of a real run as the head of a pull request, whose merge base is the run's own commit, where
     one grid case fails with PR_ONLY_EXCEPTION (default-branch pages must not show it)."""
     return failing_variant(run, "feed", PR_ONLY_EXCEPTION)
-
-
-def all_fixture_runs() -> list[RunFiles]:
-    """Every fixture run. A results folder that also keeps report files at its top (h200-campaign's
-    pr-report-webhook.json, summary.json) gives the runs of its machine folders, where asv keeps them."""
-    runs = []
-    for results_dir in fixture_results_dirs():
-        try:
-            runs += find_runs(results_dir)
-        except DiscoveryError:
-            runs += [_run_files(path, results_dir) for path in sorted(results_dir.glob("*/*.json"))
-                     if path.name not in ASV_SIDE_FILES]
-    return runs
 
 
 @pytest.fixture(scope="module")
