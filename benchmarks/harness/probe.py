@@ -2,7 +2,9 @@
 
 Prints one JSON object: software versions, the installed Transformer Engine's version and commit,
 the GPU (model, compute capability, memory, clock and power limits), its state now, TE's
-capability answers, and whether cases may be forked from a process that has imported torch and TE. Run in the benchmark interpreter, so the service never imports torch.
+capability answers, and whether cases may be forked from a process that has imported torch and TE;
+with `--state`, the GPU state alone, from NVML. Run in the benchmark interpreter, so the service never
+imports torch.
 """
 
 from __future__ import annotations
@@ -86,6 +88,12 @@ def probe() -> dict[str, Any]:
     }
 
 
+def gpu_state_now() -> dict[str, Any]:
+    """Only NVML's reading of the GPU (no torch, no TE): what a run records after its cases."""
+    nvml = Nvml.open()
+    return {"gpu_state": nvml.sample() if nvml else {}}
+
+
 if __name__ == "__main__":
-    json.dump(probe(), sys.stdout, indent=1, default=str)
+    json.dump(gpu_state_now() if sys.argv[1:] == ["--state"] else probe(), sys.stdout, indent=1, default=str)
     sys.stdout.write("\n")

@@ -95,13 +95,18 @@ def _write_config(opts: RunOptions, results_dir: Path) -> Path:
     return path
 
 
-def probe(opts: RunOptions, env: dict[str, str]) -> dict[str, Any]:
-    proc = subprocess.run([opts.python, "-m", "benchmarks.harness.probe"], cwd=opts.project, env=env,
+def probe(opts: RunOptions, env: dict[str, str], *args: str) -> dict[str, Any]:
+    proc = subprocess.run([opts.python, "-m", "benchmarks.harness.probe", *args], cwd=opts.project, env=env,
                           capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise RunError(f"the probe failed in {opts.python}: {last}")
     return json.loads(proc.stdout)
+
+
+def gpu_state_now(opts: RunOptions, env: dict[str, str]) -> dict[str, Any]:
+    """NVML's reading after the cases, without the preload that importing the suites would do."""
+    return probe(opts, {k: v for k, v in env.items() if k != PRELOAD_ENV}, "--state")["gpu_state"]
 
 
 def _git_head(project: Path) -> str:
@@ -218,7 +223,7 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
         "gpu": info["gpu"],
         "capabilities": info["capabilities"],
         "gpu_state_before": info["gpu_state"],
-        "gpu_state_after": probe(opts, env)["gpu_state"] if info["gpu"].get("model") != "cpu" else {},
+        "gpu_state_after": gpu_state_now(opts, env) if info["gpu"].get("model") != "cpu" else {},
     }
     sidecar.write_run_json(side, sidecar.merge_runs(earlier, run) if earlier else run)
     return RunOutcome(final, side, exit_code, sha, source, _verdict_counts(side / "cases"), wall,

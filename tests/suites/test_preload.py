@@ -1,5 +1,6 @@
 """Forked cases: the launch-method choice, the fork check and the preload guard, on this CPU machine."""
 
+import os
 import subprocess
 import sys
 
@@ -59,3 +60,13 @@ def test_nvml_index_follows_cuda_visible_devices(monkeypatch, environ: dict, dev
     for key, value in environ.items():
         monkeypatch.setenv(key, value)
     assert nvml_index(device) == expected
+
+
+def test_the_state_probe_reads_nvml_alone_without_importing_torch() -> None:
+    code = ("import sys, runpy; sys.argv = ['probe', '--state']; "
+            "runpy.run_module('benchmarks.harness.probe', run_name='__main__'); "
+            "assert 'torch' not in sys.modules, 'torch was imported'")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TEWATCH_PRELOAD": ""})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert '"gpu_state": {}' in proc.stdout  # no GPU here
