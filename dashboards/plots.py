@@ -16,7 +16,7 @@ matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "tewatch", "
 
 COLOURS = {
     "sample": "#7aa6d8", "median": "#1d2433", "band": "#76b900", "regression": "#b54708",
-    "improvement": "#1849a9", "shift": "#6b4fbb", "failure": "#b42318",
+    "improvement": "#1849a9", "shift": "#6b4fbb", "failure": "#b42318", "pr": "#d6336c",
 }
 
 
@@ -37,6 +37,8 @@ def render_series_svg(chart: ChartData, width: float = 10.0, height: float = 3.6
     ax = fig.add_subplot()
     values = [p.value for p in chart.points if p.value is not None] or [
         b.median for b in chart.buckets if b.median is not None]
+    pr_points = chart.pr.points if chart.pr else []
+    values = values or [p.value for p in pr_points if p.value is not None]
     scale, unit_label = display_scale(chart.header.unit, values)
 
     for seg in chart.band:
@@ -63,6 +65,21 @@ def render_series_svg(chart: ChartData, width: float = 10.0, height: float = 3.6
                         color=COLOURS["sample"], alpha=0.35, linewidth=0, label="spread (q25–q75 range)")
         ax.plot(bx, [b.median * scale for b in chart.buckets if b.median is not None], color=COLOURS["median"],
                 linewidth=1.1, label="median")
+
+    if chart.pr and pr_points:
+        pr = chart.pr
+        xs = [pr.x0 + i for i in range(len(pr_points))]
+        ax.axvline(pr.x0 - 0.5, color=COLOURS["pr"], linewidth=1, linestyle="--")
+        ax.scatter([x for x, p in zip(xs, pr_points, strict=True) for _ in p.samples],
+                   [s * scale for p in pr_points for s in p.samples], s=6, color=COLOURS["pr"], alpha=0.55,
+                   linewidths=0, label=f"PR #{pr.number} samples")
+        mx = [x for x, p in zip(xs, pr_points, strict=True) if p.value is not None]
+        ax.plot(mx, [p.value * scale for p in pr_points if p.value is not None], color=COLOURS["pr"], linewidth=1.1,
+                marker="D", markersize=3, label=f"PR #{pr.number} median")
+        base = (pr.comparison or {}).get("baseline")
+        if base is not None:
+            ax.plot([pr.x0 - 0.4, xs[-1] + 0.4], [base * scale] * 2, color=COLOURS["pr"], linewidth=1, linestyle=":",
+                    label="PR merge-base median")
 
     for cp in chart.change_points:
         ax.axvline(cp.x - 0.5, color=COLOURS[cp.direction], linewidth=1.4)

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from tewatch.dashboards import detection
 from tewatch.dashboards.status import Severity, severity
 from tewatch.detect.store_glue import FAILING as REPORT_FAILING, is_new_failure, previous_verdicts
-from tewatch.store.alert_models import Alert, AlertStatusChange, Detection
+from tewatch.store.alert_models import Alert, AlertStatusChange, Detection, PrComparison
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.key_lists import in_key_list
 from tewatch.store.models import (
@@ -614,8 +614,9 @@ class SeriesPoint:
 
 
 def series_points(session: Session, header: SeriesHeader, branch: str = "", last: int | None = None,
-                  with_samples: bool = True) -> list[SeriesPoint]:
-    """The series along the commit axis (commit time, then run order), oldest first; `last` keeps the tail."""
+                  with_samples: bool = True, pr: int | None = None) -> list[SeriesPoint]:
+    """The series along the commit axis (commit time, then run order), oldest first; `last` keeps the tail.
+    With `pr`, the pull request's runs instead of the branch filter's."""
     columns = [
         Result.run_id, Result.status, Result.value, Result.q_25, Result.q_75, Commit.sha, Commit.committed_at,
         Run.started_at, Run.environment_id, Run.machine_id, Run.gpu_state, Verdict.status, Verdict.exception_class,
@@ -628,7 +629,7 @@ def series_points(session: Session, header: SeriesHeader, branch: str = "", last
         .join(Run, Run.id == Result.run_id)
         .join(Commit, Commit.id == Run.commit_id)
         .outerjoin(Verdict, and_(Verdict.run_id == Result.run_id, Verdict.case_id == header.case_id))
-        .where(Result.series_id == header.series_id, branch_clause(branch))
+        .where(Result.series_id == header.series_id, _runs_clause(branch, pr))
     )
     if last:
         stmt = stmt.order_by(Result.run_id.desc()).limit(last)
@@ -654,17 +655,30 @@ def _sort_time(at: datetime | None) -> float:
     return at.timestamp() if at else float("inf")
 
 
+def _runs_clause(branch: str, pr: int | None) -> ColumnElement[bool]:
+    return Run.pr_number == pr if pr is not None else branch_clause(branch)
+
+
 def series_length(session: Session, series_id: int, branch: str = "") -> int:
     return series_version(session, series_id, branch)[0]
 
 
-def series_version(session: Session, series_id: int, branch: str = "") -> tuple[int, int]:
-    """How many results the series has under the branch filter, and its newest run: changes on any upload."""
+def series_version(session: Session, series_id: int, branch: str = "", pr: int | None = None) -> tuple[int, int]:
+    """How many results the series has under the branch filter (or in pull request `pr`), and its newest run:
+    changes on any upload."""
     count, newest = session.execute(
         select(func.count(), func.max(Result.run_id)).select_from(Result).join(Run, Run.id == Result.run_id)
-        .where(Result.series_id == series_id, branch_clause(branch))
+        .where(Result.series_id == series_id, _runs_clause(branch, pr))
     ).one()
     return count or 0, newest or 0
+
+
+def pr_comparison(session: Session, series_id: int, pr: int) -> PrComparison | None:
+    """The newest comparison of pull request `pr` on this series (a re-run supersedes older ones)."""
+    return session.scalars(
+        select(PrComparison).where(PrComparison.pr_number == pr, PrComparison.series_id == series_id)
+        .order_by(PrComparison.id.desc()).limit(1)
+    ).first()
 
 
 def stack_versions(session: Session, environment_ids: set[int], machine_ids: set[int]) -> tuple[dict, dict]:

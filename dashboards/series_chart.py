@@ -53,6 +53,21 @@ class BandSegment:
 
 
 @dataclass
+class PrOverlay:
+    """A pull request's head runs of the series, drawn after the history (from x = total on), and its stored
+    comparison against the merge base (None until detection made one)."""
+
+    number: int
+    x0: int
+    points: list[SeriesPoint] = field(default_factory=list)
+    comparison: dict | None = None
+
+
+COMPARISON_FIELDS = ("verdict", "baseline", "head", "effect", "ci_low", "ci_high", "p_value", "q_value", "n_base",
+                     "n_head", "between_run_sigma", "min_effect", "head_run_id", "base_run_ids")
+
+
+@dataclass
 class ChartData:
     header: SeriesHeader
     total: int  # results of the series under this branch filter
@@ -63,6 +78,7 @@ class ChartData:
     band: list[BandSegment] = field(default_factory=list)
     shifts: list[Shift] = field(default_factory=list)
     versions: dict[int, dict] = field(default_factory=dict)  # x -> stack versions at shift points
+    pr: PrOverlay | None = None
 
     @property
     def aggregated(self) -> bool:
@@ -70,24 +86,31 @@ class ChartData:
 
     def as_json(self) -> dict:
         h = self.header
-        return {
+        out = {
             "series": {"id": h.series_id, "benchmark": h.benchmark, "unit": h.unit,
                        "higher_is_better": h.higher_is_better, "case_id": h.case_id, "gpu": h.gpu_model},
             "total": self.total,
             "offset": self.offset,
             "aggregated": self.aggregated,
-            "points": [
-                {"x": self.offset + i, "run": p.run_id, "sha": p.sha, "at": p.at.isoformat() if p.at else None,
-                 "status": p.status, "value": p.value, "q25": p.q_25, "q75": p.q_75,
-                 "samples": p.samples[:MAX_SAMPLES_DRAWN], "verdict": p.verdict, "exception": p.exception_class,
-                 "gpu": _gpu_summary(p.gpu_state)}
-                for i, p in enumerate(self.points)
-            ],
+            "points": [_point_json(self.offset + i, p) for i, p in enumerate(self.points)],
             "buckets": [asdict(b) for b in self.buckets],
             "change_points": [asdict(c) for c in self.change_points],
             "band": [asdict(b) for b in self.band],
             "shifts": [asdict(s) for s in self.shifts],
         }
+        if self.pr is not None:
+            out["pr"] = {
+                "number": self.pr.number,
+                "points": [_point_json(self.pr.x0 + i, p) for i, p in enumerate(self.pr.points)],
+                "comparison": self.pr.comparison,
+            }
+        return out
+
+
+def _point_json(x: int, p: SeriesPoint) -> dict:
+    return {"x": x, "run": p.run_id, "sha": p.sha, "at": p.at.isoformat() if p.at else None, "status": p.status,
+            "value": p.value, "q25": p.q_25, "q75": p.q_75, "samples": p.samples[:MAX_SAMPLES_DRAWN],
+            "verdict": p.verdict, "exception": p.exception_class, "gpu": _gpu_summary(p.gpu_state)}
 
 
 def _gpu_summary(state: dict) -> dict:
@@ -105,7 +128,8 @@ def _gpu_summary(state: dict) -> dict:
     return out
 
 
-def build(session: Session, header: SeriesHeader, branch: str = "", last: int | None = DEFAULT_LAST) -> ChartData:
+def build(session: Session, header: SeriesHeader, branch: str = "", last: int | None = DEFAULT_LAST,
+          pr: int | None = None) -> ChartData:
     total = queries.series_length(session, header.series_id, branch)
     detailed = last is not None and last <= MAX_DETAILED_POINTS or total <= MAX_DETAILED_POINTS
     points = queries.series_points(session, header, branch, last=last, with_samples=detailed)
@@ -119,7 +143,17 @@ def build(session: Session, header: SeriesHeader, branch: str = "", last: int | 
     values = [p.value if p.status == "ok" else None for p in points]
     chart.change_points = detection.change_points(session, header, points, values, offset, branch)
     chart.band = baseline_band(values, chart.change_points, offset)
+    if pr is not None:
+        chart.pr = pr_overlay(session, header, pr, total)
     return chart
+
+
+def pr_overlay(session: Session, header: SeriesHeader, pr: int, x0: int) -> PrOverlay:
+    comparison = queries.pr_comparison(session, header.series_id, pr)
+    return PrOverlay(
+        number=pr, x0=x0, points=queries.series_points(session, header, pr=pr, last=MAX_DETAILED_POINTS),
+        comparison={name: getattr(comparison, name) for name in COMPARISON_FIELDS} if comparison else None,
+    )
 
 
 def aggregate(points: list[SeriesPoint], offset: int, size: int) -> list[Bucket]:

@@ -30,7 +30,7 @@ def parse_last(last: str) -> int | None:
 
 @router.get("/series/{series_id}", response_class=HTMLResponse)
 def series_page(request: Request, series_id: int, session: Annotated[Session, Depends(get_session)],
-                branch: str = "", last: str = "300") -> HTMLResponse:
+                branch: str = "", last: str = "300", pr: int | None = None) -> HTMLResponse:
     header = queries.series_header(session, series_id)
     if header is None:
         return error_page(request, 404, f"There is no series {series_id}.")
@@ -45,13 +45,15 @@ def series_page(request: Request, series_id: int, session: Annotated[Session, De
         request, "series.html", nav="overview", title=header.benchmark, h=header, failures=failures,
         case=case[0] if case else None, branch=branch, last=last, ranges=list(RANGES),
         total=queries.series_length(session, series_id, branch.strip()),
-        branches=queries.filter_options(session).branches,
+        branches=queries.filter_options(session).branches, pr=pr,
+        comparison=queries.pr_comparison(session, series_id, pr) if pr is not None else None,
+        pr_results=queries.series_version(session, series_id, pr=pr)[0] if pr is not None else 0,
     )
 
 
 @router.get("/series/{series_id}/points.json")
 def series_points(series_id: int, session: Annotated[Session, Depends(get_session)], branch: str = "",
-                  last: str = "300") -> Response:
+                  last: str = "300", pr: int | None = None) -> Response:
     header = queries.series_header(session, series_id)
     if header is None:
         return JSONResponse({"detail": f"There is no series {series_id}."}, status_code=404)
@@ -59,13 +61,13 @@ def series_points(series_id: int, session: Annotated[Session, Depends(get_sessio
         n = parse_last(last)
     except BadRange as exc:
         return JSONResponse({"detail": str(exc)}, status_code=400)
-    chart = series_chart.build(session, header, branch.strip(), last=n)
+    chart = series_chart.build(session, header, branch.strip(), last=n, pr=pr)
     return JSONResponse(chart.as_json())
 
 
 @router.get("/series/{series_id}/plot.svg")
 def series_svg(series_id: int, session: Annotated[Session, Depends(get_session)], branch: str = "",
-               last: str = "300") -> Response:
+               last: str = "300", pr: int | None = None) -> Response:
     header = queries.series_header(session, series_id)
     if header is None:
         return Response(f"There is no series {series_id}.", status_code=404, media_type="text/plain")
@@ -73,8 +75,11 @@ def series_svg(series_id: int, session: Annotated[Session, Depends(get_session)]
         n = parse_last(last)
     except BadRange as exc:
         return Response(str(exc), status_code=400, media_type="text/plain")
-    key = (series_id, branch.strip(), n, queries.series_version(session, series_id, branch.strip()))
+    key: tuple = (series_id, branch.strip(), n, queries.series_version(session, series_id, branch.strip()))
+    if pr is not None:
+        comparison = queries.pr_comparison(session, series_id, pr)
+        key += (pr, queries.series_version(session, series_id, pr=pr), comparison.id if comparison else None)
     svg = svg_cache.get_or_render(
-        key, lambda: render_series_svg(series_chart.build(session, header, branch.strip(), last=n)))
+        key, lambda: render_series_svg(series_chart.build(session, header, branch.strip(), last=n, pr=pr)))
     return Response(svg, media_type="image/svg+xml",
                     headers={"Cache-Control": "no-cache", "Content-Security-Policy": SVG_CONTENT_SECURITY_POLICY})

@@ -8,6 +8,7 @@
   const C = {
     sample: "rgba(122,166,216,0.65)", median: "#1d2433", band: "rgba(118,185,0,0.14)", bandLine: "#76b900",
     regression: "#b54708", improvement: "#1849a9", shift: "#6b4fbb", failure: "#b42318", spread: "rgba(122,166,216,0.35)",
+    pr: "#d6336c", prSample: "rgba(214,51,108,0.55)",
   };
 
   function fmt(v, unit) {
@@ -47,9 +48,18 @@
   // Tick label for position x: the short commit of the point there (or of the bucket's first run).
   function commitLabel(d, x) {
     if (!Number.isInteger(x)) return "";
+    const q = prPointAt(d, x);
+    if (q) return "PR " + q.sha.slice(0, 7);
     if (d.aggregated) return "#" + x;
     const p = d.points[x - d.offset];
     return p ? p.sha.slice(0, 7) : "";
+  }
+
+  // The pull request's head points (`?pr=N`), drawn after the history from d.pr.points[0].x on.
+  function prPoints(d) { return d.pr ? d.pr.points : []; }
+  function prPointAt(d, x) {
+    const ps = prPoints(d);
+    return ps.length && x >= ps[0].x ? ps[x - ps[0].x] || null : null;
   }
 
   function bandAt(band, x) {
@@ -70,6 +80,8 @@
   function describePoint(d, idx, pinned) {
     info.replaceChildren();
     const unit = d.series.unit;
+    const nHistory = d.aggregated ? d.buckets.length : d.points.length;
+    if (idx >= nHistory) { describeOne(d, prPoints(d)[idx - nHistory], pinned, "PR #" + d.pr.number + " head"); return; }
     if (d.aggregated) {
       const b = d.buckets[idx];
       info.appendChild(kv([
@@ -82,7 +94,11 @@
       ]));
       return;
     }
-    const p = d.points[idx];
+    describeOne(d, d.points[idx], pinned, "");
+  }
+
+  function describeOne(d, p, pinned, source) {
+    const unit = d.series.unit;
     const verdict = node("span", { class: "badge " + statusClass(p.verdict) }, p.verdict || "no verdict");
     if (p.exception) verdict.textContent += " · " + p.exception;
     info.appendChild(kv([
@@ -91,7 +107,7 @@
       ["Median", fmt(p.value, unit) + "  (" + p.samples.length + " samples, q25–q75 " + fmt(p.q25, unit) + " – " + fmt(p.q75, unit) + ")"],
       ["Verdict", verdict],
       ["GPU state", gpuText(p.gpu)],
-      ["Position", "#" + p.x + (pinned ? "  (pinned — click again to release)" : "")],
+      ["Position", (source ? source + " · " : "") + "#" + p.x + (pinned ? "  (pinned — click again to release)" : "")],
     ]));
   }
 
@@ -161,6 +177,11 @@
             const y = bottom - (6 + 14 * (i % 3)) * devicePixelRatio;
             if (px !== null) { ctx.fillStyle = C.shift; ctx.fillText("⇄ " + s.label, px + 4, y); }
           });
+          const prs = prPoints(d);
+          if (prs.length) {
+            const px = line(prs[0].x, C.pr, [2 * devicePixelRatio, 2 * devicePixelRatio], 1);
+            if (px !== null) { ctx.fillStyle = C.pr; ctx.fillText("PR #" + d.pr.number, px + 4, top + 28 * devicePixelRatio); }
+          }
           for (const cp of d.change_points) {
             const px = line(cp.x, C[cp.direction], [], 2);
             if (px !== null) { ctx.fillStyle = C[cp.direction]; ctx.fillText(pct(cp.effect), px + 4, top + 14 * devicePixelRatio); }
@@ -192,6 +213,26 @@
         data.push(d.points.map((p) => (k < p.samples.length ? p.samples[k] : null)));
         seriesOpts.push({ label: k === 0 ? "samples" : "", stroke: C.sample, width: 0, paths: () => null,
                           points: { show: true, size: 4, stroke: C.sample, fill: C.sample }, legend: false });
+      }
+    }
+    const prs = prPoints(d);
+    if (prs.length) {
+      // the PR's head runs after the history: history columns get nulls there, PR columns nulls before
+      const nHistory = xs.length, pad = (col, n, before) => (before ? Array(n).fill(null).concat(col) : col.concat(Array(n).fill(null)));
+      for (let i = 1; i < data.length; i++) data[i] = pad(data[i], prs.length, false);
+      for (const p of prs) xs.push(p.x);
+      data.push(pad(prs.map((p) => p.value), nHistory, true));
+      seriesOpts.push({ label: "PR head median", stroke: C.pr, width: 1.4, points: { show: true, size: 6, fill: C.pr } });
+      const cmp = d.pr.comparison;
+      if (cmp && cmp.baseline !== null) {
+        data.push(pad(prs.map(() => cmp.baseline), nHistory, true));
+        seriesOpts.push({ label: "PR merge-base median", stroke: C.pr, width: 1, dash: [6, 4], points: { show: false } });
+      }
+      const nPr = prs.reduce((n, p) => Math.max(n, p.samples.length), 0);
+      for (let k = 0; k < nPr; k++) {
+        data.push(pad(prs.map((p) => (k < p.samples.length ? p.samples[k] : null)), nHistory, true));
+        seriesOpts.push({ label: k === 0 ? "PR samples" : "", stroke: C.prSample, width: 0, paths: () => null,
+                          points: { show: true, size: 5, stroke: C.prSample, fill: C.prSample }, legend: false });
       }
     }
     for (const x of xs) {
@@ -239,13 +280,18 @@
     el.dataset.ready = "1";
     el.dataset.points = String(d.aggregated ? d.buckets.length : d.points.length);
     el.dataset.samples = String(d.aggregated ? 0 : d.points.reduce((n, p) => n + p.samples.length, 0));
+    if (d.pr) {
+      el.dataset.prPoints = String(d.pr.points.length);
+      el.dataset.prSamples = String(d.pr.points.reduce((n, p) => n + p.samples.length, 0));
+      el.dataset.prSeries = String(seriesOpts.filter((o) => o.stroke === C.pr || o.stroke === C.prSample).length);
+    }
   }
 
   fetch(el.dataset.src, { headers: { Accept: "application/json" } })
     .then((r) => { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
     .then((d) => {
       fillTables(d);
-      if ((d.aggregated ? d.buckets.length : d.points.length) === 0) {
+      if ((d.aggregated ? d.buckets.length : d.points.length) + prPoints(d).length === 0) {
         el.appendChild(node("div", { class: "empty" }, "No results in this range."));
         el.dataset.ready = "1";
         return;

@@ -81,12 +81,12 @@ def percent(value: float) -> str:
     return f"{value * 100:+.1f} %"
 
 
-def _timing_table(rows: list[TimingRow], base_url: str) -> list[str]:
+def _timing_table(rows: list[TimingRow], base_url: str, pr_number: int) -> list[str]:
     lines = ["| benchmark | base | head | change | 95 % interval |", "|---|---|---|---|---|"]
     for row in rows[:MAX_ROWS]:
         name = code(row.benchmark)
         if row.series_id is not None:
-            name = f"[{name}]({base_url}/series/{row.series_id})"
+            name = f"[{name}]({base_url}/series/{row.series_id}?pr={pr_number})"
         lines.append(
             f"| {name} | {format_value(row.baseline, row.unit)} | {format_value(row.head, row.unit)} "
             f"| **{percent(row.effect)}** | {percent(row.ci_low)} … {percent(row.ci_high)} |"
@@ -127,9 +127,9 @@ def render_pr_report(report: PrReport) -> str:
             lines.append(f"| … and {len(report.correctness) - MAX_ROWS} more | | | |")
         lines.append("")
     if report.regressions:
-        lines += ["### Largest regressions", "", *_timing_table(report.regressions, base_url), ""]
+        lines += ["### Largest regressions", "", *_timing_table(report.regressions, base_url, report.pr_number), ""]
     if report.improvements:
-        lines += ["### Improvements", "", *_timing_table(report.improvements, base_url), ""]
+        lines += ["### Improvements", "", *_timing_table(report.improvements, base_url, report.pr_number), ""]
     if not (report.correctness or report.regressions or report.improvements):
         lines += ["No correctness failure and no timing change beyond the minimum effect.", ""]
     lines += [
