@@ -77,7 +77,7 @@ def test_without_history_two_runs_of_a_host_bound_call_are_not_a_regression():
     # samples scatter by 27 % and 42 % within each run
     params = ("'fp8-block'", "4")
     base = _h200_samples("h200-quick", "contracts.ShapeContract.track_seconds", params)
-    head = _h200_samples("h200-campaign", "contracts.ShapeContract.track_seconds", params)
+    head = _h200_samples("h200-campaign/head-results", "contracts.ShapeContract.track_seconds", params)
     [c] = compare_sweep([(base, head, False, None)])
     assert c.effect > 0.5 and c.between_run_sigma > 0.2
     assert c.verdict is CompareVerdict.inconclusive
