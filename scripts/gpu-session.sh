@@ -25,7 +25,8 @@ job() {  # job NAME COMMAND...: run one job, log it, mark it done with its exit 
   local name=$1 t0=$SECONDS
   shift
   echo "== $name: $*"
-  "$@" >"$results/$name.log" 2>&1
+  # at most two jobs at a time: each compiles with half of the host's cores
+  TORCHINDUCTOR_COMPILE_THREADS=$(($(nproc) / 2)) "$@" >"$results/$name.log" 2>&1
   echo "exit $? after $((SECONDS - t0)) s" >"$results/$name.done"
   echo "== $name: $(cat "$results/$name.done")"
 }

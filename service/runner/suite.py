@@ -217,7 +217,7 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
         "started_at": sidecar.utc(started), "finished_at": sidecar.utc(finished),
         "wall_seconds": round(wall, 3),
         "asv_exit_code": exit_code,
-        "launch_method": launch_method, "fork_check": info.get("fork", {}),
+        "launch_method": launch_method, "fork_check": info.get("fork"),
         "commit": sha, "commit_source": source,
         "versions": versions,
         "gpu": info["gpu"],
