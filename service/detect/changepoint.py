@@ -199,7 +199,7 @@ def shift_reaches(before: np.ndarray, after: np.ndarray, shift: float) -> bool:
     return 2 * int(beyond) >= len(before) * len(after)
 
 
-def test_split(x: np.ndarray, lo: int, t: int, hi: int, config: ChangePointConfig) -> SplitTest:
+def judge_split(x: np.ndarray, lo: int, t: int, hi: int, config: ChangePointConfig) -> SplitTest:
     """Segments [lo, t) and [t, hi), each cut to max_segment points nearest the split."""
     before, after = _sides(x, lo, t, hi, config)
     z = rank_z(before, after)
@@ -269,7 +269,7 @@ def confirm(x: np.ndarray, candidates: list[int], config: ChangePointConfig) -> 
     def test(k: int) -> SplitTest:
         lo = cps[k - 1] if k > 0 else 0
         hi = cps[k + 1] if k + 1 < len(cps) else n
-        return test_split(x, lo, cps[k], hi, config)
+        return judge_split(x, lo, cps[k], hi, config)
 
     tests = [test(k) for k in range(len(cps))]
     while cps:
@@ -327,7 +327,7 @@ def detect_change_points(values: ArrayLike, config: ChangePointConfig | None = N
     for k, t in enumerate(cps):
         lo, hi = _segment_bounds(cps, k, len(x), config)
         before, after = _sides(x, lo, t, hi, config)
-        result = test_split(x, lo, t, hi, config)
+        result = judge_split(x, lo, t, hi, config)
         first, last = location_range(x, cps, k, config)
         baseline, shift = float(np.median(before)), hodges_lehmann(before, after)
         # the shift the rank test needed, in normal-equivalent log units (pi/3: the test's efficiency)
