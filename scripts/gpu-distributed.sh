@@ -13,18 +13,21 @@
 set -uo pipefail
 part=${1:-all}
 budget=${2:-560}
+eager="^distributed\..*'eager'\)$"
+compiled="^distributed\..*'default'\)$"
 case $part in
-  eager) bench="^distributed\..*'eager'\)$" ;;
-  compiled) bench="^distributed\..*'default'\)$" ;;
-  all) bench='^distributed\.' ;;
+  eager) chunks=("$eager") ;;
+  compiled) chunks=("$compiled") ;;
+  all) chunks=("$eager" "$compiled") ;;
   *) echo "usage: $0 eager|compiled|all [SECONDS]" >&2; exit 2 ;;
 esac
 source scripts/gpu-env.sh || exit 1   # also keeps NVLink multicast off in everything it starts
 nvidia-smi topo -m
 python3 -c 'import torch; print("GPUs:", torch.cuda.device_count())'
-timeout --signal=INT --kill-after=10 "$budget" python3 -m tewatch.runner --profile full --backends te \
-  --bench "$bench" --results-dir .gpu-results/distributed --machine h200x2
+source scripts/gpu-chunks.sh
+in_chunks .gpu-results/distributed $((budget - SECONDS)) --profile full --backends te --machine h200x2 \
+  -- "${chunks[@]}"
 status=$?
 echo "== distributed $part: exit $status, ${SECONDS}s"
-[[ -n ${OUT:-} && -d .gpu-results/distributed ]] && tar czf "$OUT/distributed.tar.gz" -C .gpu-results distributed
+[[ -n ${OUT:-} && -d .gpu-results/distributed ]] && tar czf "$OUT/distributed.tar.gz" -C .gpu-results --exclude=.inductor-cache distributed
 exit $status

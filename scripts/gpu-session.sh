@@ -31,33 +31,18 @@ job() {  # job NAME COMMAND...: run one job, log it, mark it done with its exit 
   echo "== $name: $(cat "$results/$name.done")"
 }
 
-# asv saves a run's results only when it ends, so a profile runs as a few `tewatch run --bench` chunks
-# into one results folder (they merge under one commit): a chunk cut off by the time limit loses itself alone
+source scripts/gpu-chunks.sh
 CHUNKS_FULL=("^(contracts|gemm|quantize|rht)\\." "^linear\\..*'(eager|default)'\\)$"
              "^linear\\..*'reduce-overhead'\\)$" "^linear\\..*'max-autotune'\\)$")
 CHUNKS_DISTRIBUTED=("^distributed\\..*'eager'\\)$" "^distributed\\..*'default'\\)$")
 
-in_chunks() {  # in_chunks NAME SECONDS RUNNER-OPTIONS... -- CHUNK...
-  local name=$1 seconds=$2 start=$SECONDS left bench opts=()
-  shift 2
-  while [[ $1 != -- ]]; do opts+=("$1"); shift; done
-  shift
-  for bench in "$@"; do
-    left=$((seconds - (SECONDS - start)))
-    if ((left < 60)); then echo "== chunk $bench: not run, ${left} s left"; continue; fi
-    timeout --signal=INT --kill-after=20 "$left" python3 -m tewatch.runner "${opts[@]}" --bench "$bench" \
-      --results-dir "$results/$name"
-    echo "== chunk $bench: exit $?, at $((SECONDS - start)) s"
-  done
-}
-
 plan() {
-  CUDA_VISIBLE_DEVICES=1 job full in_chunks full 1020 --profile full -- "${CHUNKS_FULL[@]}" &
+  CUDA_VISIBLE_DEVICES=1 job full in_chunks "$results/full" 1020 --profile full -- "${CHUNKS_FULL[@]}" &
   sleep 20  # the two runs start one after the other: asv's machine file is shared
   CUDA_VISIBLE_DEVICES=0 job campaign timeout --signal=INT --kill-after=20 900 \
     python3 -m tewatch campaign --profile quick --perturb "$perturb" --pr 1 --out "$results/campaign"
   wait
-  job distributed in_chunks distributed 540 --profile full --backends te --machine h200x2 \
+  job distributed in_chunks "$results/distributed" 540 --profile full --backends te --machine h200x2 \
     -- "${CHUNKS_DISTRIBUTED[@]}"
 }
 
