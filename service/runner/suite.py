@@ -120,6 +120,34 @@ def _asv(opts: RunOptions, args: list[str], env: dict[str, str], **kw: Any) -> s
     return subprocess.run([opts.python, "-m", "asv", *args], cwd=opts.project, env=env, **kw)
 
 
+def _asv_run(opts: RunOptions, args: list[str], env: dict[str, str],
+             progress: Callable[[float, str], None] | None) -> tuple[int, str]:
+    """`asv run` with its output followed for progress; (exit code, output). asv stops with us."""
+    log_lines: list[str] = []
+    with subprocess.Popen([opts.python, "-m", "asv", *args], cwd=opts.project, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1) as asv_proc:
+        assert asv_proc.stdout is not None
+        try:
+            for line in asv_proc.stdout:
+                log_lines.append(line)
+                match = _PERCENT.match(line)
+                if match and progress:
+                    progress(float(match.group(1)), match.group(2).strip())
+        except BaseException:
+            asv_proc.terminate()
+            raise
+    return asv_proc.returncode, "".join(log_lines)
+
+
+def _put_back(machine_dir: Path, head: str, sha: str, staging: Path) -> None:
+    """Undo a run that did not finish: asv saves nothing until the end, so the earlier chunks' results go
+    back under TE's commit with their records, and this run's records are dropped."""
+    shutil.rmtree(staging, ignore_errors=True)
+    left = results.find(machine_dir, head) if sha != head else None
+    if left is not None:
+        results.refile(left, sha)
+
+
 def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = None) -> RunOutcome:
     opts.validate()
     started = datetime.now(UTC)
@@ -175,17 +203,11 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
             f"--machine={machine_name}", "-e", "--record-samples", f"--launch-method={launch_method}"]
     if opts.bench:
         args += ["--bench", opts.bench]
-    log_lines: list[str] = []
-    with subprocess.Popen([opts.python, "-m", "asv", *args], cwd=opts.project, env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1) as asv_proc:
-        assert asv_proc.stdout is not None
-        for line in asv_proc.stdout:
-            log_lines.append(line)
-            match = _PERCENT.match(line)
-            if match and progress:
-                progress(float(match.group(1)), match.group(2).strip())
-    exit_code = asv_proc.returncode
-    log = "".join(log_lines)
+    try:
+        exit_code, log = _asv_run(opts, args, env, progress)
+    except BaseException:  # interrupted (a time limit's SIGINT): the earlier chunks stay as they were
+        _put_back(machine_dir, head, sha, staging)
+        raise
 
     produced = results.find(machine_dir, head)
     if produced is None:

@@ -5,8 +5,10 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,12 +34,16 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def tewatch_run(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
+def _runner(project: Path, home: Path, *args: str) -> tuple[list[str], dict[str, str]]:
     env = dict(os.environ, HOME=str(home), TORCHINDUCTOR_CACHE_DIR=str(home / "inductor"))
     env.pop("TEWATCH_PROFILE", None)
     env.pop("TEWATCH_BACKENDS", None)
-    return subprocess.run([sys.executable, "-m", "tewatch.runner", "--project", str(project), *args],
-                          env=env, capture_output=True, text=True, timeout=900)
+    return [sys.executable, "-m", "tewatch.runner", "--project", str(project), *args], env
+
+
+def tewatch_run(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
+    command, env = _runner(project, home, *args)
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="module", params=["forkserver", "spawn"])
@@ -147,3 +153,31 @@ def test_bad_options_fail_with_one_clear_line(project: Path, tmp_path: Path) -> 
     proc = tewatch_run(project, tmp_path, "--launch-method", "fork", "--commit", COMMIT)
     assert proc.returncode == 1
     assert "--launch-method must be one of spawn, forkserver" in " ".join(proc.stderr.split())
+
+
+def test_a_chunk_cut_off_by_a_time_limit_leaves_the_earlier_chunk_as_it_was(project: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    common = ("--profile", "ci", "--backends", "torch-ref", "--machine", "ci-cpu", "--results-dir", str(results),
+              "--commit", COMMIT)
+    first = tewatch_run(project, tmp_path, *common, "--bench", r"^rht\.")
+    assert first.returncode == 0, first.stderr[-3000:]
+    machine_dir = results / "ci-cpu"
+    before = sorted(p.name for p in machine_dir.glob("*.tewatch/cases/*.json"))
+
+    command, env = _runner(project, tmp_path, *common, "--bench", r"^linear\.")
+    # as `timeout --signal=INT` does: the signal goes to the runner's whole process group
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          start_new_session=True) as second:
+        deadline = time.monotonic() + 600
+        while not list(machine_dir.glob(".tewatch-staging-*/cases/linear.*.json")):
+            assert second.poll() is None and time.monotonic() < deadline, "no linear case was recorded"
+            time.sleep(0.5)
+        os.killpg(second.pid, signal.SIGINT)
+        assert second.wait(timeout=60) != 0
+
+    files = [p.name for p in machine_dir.glob("*.json") if p.name != "machine.json"]
+    assert files == [f"{COMMIT[:8]}-existing-{files[0].split('-existing-')[1]}"]
+    assert not list(machine_dir.glob(".tewatch-staging-*"))
+    assert sorted(p.name for p in machine_dir.glob("*.tewatch/cases/*.json")) == before
+    run_json = json.loads(next(machine_dir.glob("*.tewatch/run.json")).read_text())
+    assert run_json["bench_filter"] == r"^rht\."
