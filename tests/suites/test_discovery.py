@@ -59,3 +59,10 @@ def test_full_profile_has_real_shapes_all_backends_and_every_compile_mode() -> N
         ("torch-ref", rank, mode) for rank in (2, 3, 4) for mode in ("max-autotune", "reduce-overhead")]
     quick = discover("quick")["linear.LinearFwdBwd.track_seconds"][1]
     assert "'max-autotune'" not in quick[2] and "'torch-ref'" not in quick[0] and "'nvfp4-ref'" in quick[0]
+
+
+def test_quick_profile_runs_sharded_distributed_cases_only_and_without_the_emulation() -> None:
+    full = discover("full")["distributed.LinearTensorParallel.track_seconds"][1]
+    quick = discover("quick")["distributed.LinearTensorParallel.track_seconds"][1]
+    assert full[1] == ["1", "2"] and "'torch-ref'" in full[0]
+    assert quick[1] == ["2"] and "'torch-ref'" not in quick[0] and "'fp8-block'" in quick[0]

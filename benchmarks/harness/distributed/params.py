@@ -21,12 +21,16 @@ class DistributedProfile:
     parallel_modes: tuple[str, ...]
     sequence_parallel: tuple[bool, ...]
     modes: tuple[str, ...]
+    # the project's NVFP4 emulation (CI's oracle) runs in these modes only: its compiles are the slowest
+    torch_ref_modes: tuple[str, ...]
     shape: tuple[int, int, int]  # (S, B, K) of the unsharded input, [s, b, h] as Megatron lays it out
     out_features: int
     timing: TimingPlan
     deadline_s: float  # one launch: start, rendezvous, reference, compile, timing
 
-    def is_case(self, world_size: int, parallel: str, sequence_parallel: bool) -> bool:
+    def is_case(self, recipe: str, world_size: int, parallel: str, sequence_parallel: bool, mode: str) -> bool:
+        if recipe == "torch-ref" and mode not in self.torch_ref_modes:
+            return False
         if world_size == 1:
             return (parallel, sequence_parallel) == BASELINE
         return parallel in self.parallel_modes and sequence_parallel in self.sequence_parallel
@@ -46,17 +50,19 @@ _GPU_TIMING = TimingPlan(budget_s=0.5, min_samples=10, max_samples=100)
 PROFILES = {
     "full": DistributedProfile(
         world_sizes=(1, 2), parallel_modes=("column", "row"), sequence_parallel=(False, True),
-        modes=("eager", "default"), shape=(4096, 2, 4096), out_features=4096, timing=_GPU_TIMING,
-        deadline_s=300.0,
+        modes=("eager", "default"), torch_ref_modes=("eager", "default"), shape=(4096, 2, 4096),
+        out_features=4096, timing=_GPU_TIMING, deadline_s=300.0,
     ),
+    # pull requests: the sharded cases alone (no single-GPU baseline, so no scaling efficiency; on a
+    # 1-GPU runner they are `unsupported` at once), where the gather and reorganisation bugs hide
     "quick": DistributedProfile(
-        world_sizes=(1, 2), parallel_modes=("column", "row"), sequence_parallel=(True,),
-        modes=("eager", "default"), shape=(4096, 2, 4096), out_features=4096, timing=_GPU_TIMING,
-        deadline_s=300.0,
+        world_sizes=(2,), parallel_modes=("column", "row"), sequence_parallel=(True,),
+        modes=("eager", "default"), torch_ref_modes=(), shape=(4096, 2, 4096), out_features=4096,
+        timing=_GPU_TIMING, deadline_s=300.0,
     ),
     "ci": DistributedProfile(
         world_sizes=(2,), parallel_modes=("column",), sequence_parallel=(True,), modes=("eager",),
-        shape=(32, 2, 128), out_features=128,
+        torch_ref_modes=("eager",), shape=(32, 2, 128), out_features=128,
         timing=TimingPlan(budget_s=0.1, min_samples=5, max_samples=20), deadline_s=120.0,
     ),
 }
