@@ -1,10 +1,11 @@
 """Scaling efficiency and verdicts of the distributed suite from an asv results directory.
 
-    python scripts/distributed_scaling.py RESULTS_DIR      (e.g. .gpu-results/distributed)
+    python scripts/distributed_scaling.py RESULTS_DIR...   (e.g. tests/fixtures/h200x2-distributed*)
 
 For every world-size-N case: the median seconds of forward+backward (slowest rank) at 1 GPU and at N,
 their ratio (time at 1 GPU / time at N: 2.0 is perfect strong scaling at 2 GPUs), the interconnect and
-the verdict; then the verdict counts. Prints a table per machine and commit.
+the verdict; then the verdict counts. Prints a table per results file; cases a run did not include
+(another `--bench` chunk's) are left out.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def table(results_dir: Path, result_file: Path) -> tuple[Table, Counter]:
         ratio = base / value if base and value and not math.isnan(base) and not math.isnan(value) else None
         rec = records.get(asv_results.case_id(CASE, {"recipe": recipe, "world_size": ws, "parallel": parallel,
                                                      "sequence_parallel": sp, "mode": mode}))
+        if rec is None and (value is None or math.isnan(value)):
+            continue
         verdict = rec["verdict"] if rec else {"status": "—", "check": ""}
         link = rec["labels"].get("interconnect", "") if rec else ""
         out.add_row(recipe, mode, parallel, "on" if sp else "off", str(ws), link, _ms(base), _ms(value),
@@ -66,15 +69,15 @@ def table(results_dir: Path, result_file: Path) -> tuple[Table, Counter]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results_dir", type=Path)
+    parser.add_argument("results_dirs", type=Path, nargs="+", metavar="results_dir")
     args = parser.parse_args()
     console = Console(width=170)
-    files = [p for p in sorted(args.results_dir.glob("*/*.json")) if p.name != "machine.json"]
+    files = [(d, p) for d in args.results_dirs for p in sorted(d.glob("*/*.json")) if p.name != "machine.json"]
     if not files:
-        console.print(f"no asv results files under {args.results_dir}")
+        console.print(f"no asv results files under {', '.join(map(str, args.results_dirs))}")
         return 1
-    for result_file in files:
-        out, verdicts = table(args.results_dir, result_file)
+    for results_dir, result_file in files:
+        out, verdicts = table(results_dir, result_file)
         console.print(out)
         console.print("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
     return 0
