@@ -2,6 +2,7 @@
 
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,9 @@ from benchmarks.harness import te_import
 
 
 @pytest.fixture
-def fake_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A `jax` that records being imported and a `transformer_engine` shaped like TE's top level."""
+def fake_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A `jax` that records being imported and a `transformer_engine` shaped like TE's top level; both
+    leave sys.modules afterwards (a fake `jax` left there misleads scipy's array-API checks)."""
     (tmp_path / "jax").mkdir()
     (tmp_path / "jax" / "__init__.py").write_text("IMPORTED = True\n")
     pkg = tmp_path / "transformer_engine"
@@ -26,9 +28,12 @@ def fake_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """))
     (pkg / "pytorch.py").write_text("NAME = 'te.pytorch'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    for name in ("jax", "transformer_engine", "transformer_engine.pytorch"):
+    names = ("jax", "transformer_engine", "transformer_engine.pytorch")
+    for name in names:
         monkeypatch.delitem(sys.modules, name, raising=False)
-    return tmp_path
+    yield tmp_path
+    for name in names:
+        sys.modules.pop(name, None)
 
 
 def test_jax_is_skipped_during_te_import_and_importable_afterwards(fake_packages: Path) -> None:
