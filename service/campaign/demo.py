@@ -15,7 +15,8 @@ from tewatch.store.database import make_engine
 from tewatch.store.migrate import upgrade
 
 # real runs on lent H200s with TE 2.20.2 (each folder's README says how they were made)
-BUNDLED_HISTORY = tuple(Path("tests") / "fixtures" / name for name in ("h200", "h200-quick", "h200x2-distributed"))
+BUNDLED_HISTORY = tuple(Path("tests") / "fixtures" / name for name in (
+    "h200-full", "h200-quick", "h200x2-distributed", "h200x2-distributed-compiled"))
 
 
 def bundle_of(run: RunFiles, branch: str) -> UploadBundle:

@@ -11,7 +11,7 @@ two layers, and the second dominates:
   log-normal core with a probability of an outlying process.
 
 Each profile below reproduces its measured across-process CV (checked in tests/detect/test_noise.py).
-Real samples from tests/fixtures/h200/ can replace the within-process layer (`from_samples`).
+Real samples from tests/fixtures/h200-full/ can replace the within-process layer (`from_samples`).
 """
 
 from __future__ import annotations

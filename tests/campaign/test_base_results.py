@@ -8,7 +8,7 @@ import pytest
 
 from tewatch.campaign.pipeline import Campaign
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "h200"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "h200-full"
 
 
 def test_the_commit_of_a_results_folder_written_by_tewatch_run(tmp_path: Path) -> None:

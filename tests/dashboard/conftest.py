@@ -20,7 +20,7 @@ from tests.service.uploads import all_fixture_runs, parts_of, post_run
 
 CHROMIUM = Path(os.environ.get("TEWATCH_CHROMIUM", "/usr/bin/chromium"))
 SCREENSHOTS = REPO_ROOT / "test-output" / "screenshots"
-H200_FIXTURES = FIXTURES / "h200"
+H200_FIXTURES = FIXTURES / "h200-full"
 MARKUP = '<script>window["tewatchPwned"]=1</script>'
 PR_NUMBER = 4242
 PR_ONLY_EXCEPTION = "PullRequestOnlyError"

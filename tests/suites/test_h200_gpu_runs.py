@@ -1,5 +1,6 @@
 """The later lent-GPU runs kept as fixtures: the quick profile (forked cases), the 2-GPU distributed
-suite, and the perturbed head run of the H200 campaign with its pull-request report."""
+suite (eager and compiled halves, two runs), and the perturbed head run of the H200 campaign with its
+pull-request report."""
 
 import json
 from collections import Counter
@@ -29,7 +30,8 @@ def test_the_quick_profile_ran_forked_cases_after_the_fork_check_passed() -> Non
     _, run, records = _run("h200-quick")
     assert run["launch_method"] == "forkserver" and run["fork_check"]["safe"] is True
     assert run["gpu"]["model"] == "NVIDIA H200" and run["versions"]["te"] == "2.20.2"
-    assert Counter(r["verdict"]["status"] for r in records.values()) == {"pass": 67, "unsupported": 29, "error": 9}
+    statuses = Counter(r["verdict"]["status"] for r in records.values())
+    assert statuses == {"pass": 91, "unsupported": 52, "error": 9, "fail_accuracy": 3}
 
 
 @pytest.mark.parametrize("rank", [2, 3, 4])
@@ -65,7 +67,21 @@ def test_quick_profile_every_passing_case_has_samples() -> None:
     benchmarks = results.load(FIXTURES / "h200-quick" / "benchmarks.json")
     timed = [case for case in results.iter_case_results(results.load(results_file), benchmarks)
              if case.case_id in records and records[case.case_id]["verdict"]["status"] == "pass"]
-    assert len(timed) >= 67 and all(case.value and case.value > 0 for case in timed)
+    assert len(timed) == 91 and all(case.value and case.value > 0 for case in timed)
+
+
+def test_quick_run_on_one_gpu_gates_world_size_two_and_finds_the_emulation_compiled_apart_from_eager() -> None:
+    _, _, records = _run("h200-quick")
+    distributed = [r for r in records.values() if r["case"] == "distributed.LinearTensorParallel"]
+    for record in distributed:
+        if record["params"]["world_size"] == 2:
+            reason = record["verdict"]["reason"]
+            assert record["verdict"]["status"] == "unsupported"
+            assert "2 GPUs; 1 visible" in reason or record["params"]["recipe"] == "nvfp4" and "10.0" in reason
+    verdict = _verdict(records, "distributed.LinearTensorParallel", recipe="torch-ref", world_size=1,
+                       parallel="column", sequence_parallel=False, mode="default")
+    assert verdict["status"] == "fail_accuracy" and verdict["check"] == "compiled_vs_eager"
+    assert "wgrad" in verdict["message"]
 
 
 def test_two_gpu_run_eager_cases_pass_against_one_gpu_and_native_nvfp4_is_gated() -> None:
@@ -81,6 +97,23 @@ def test_two_gpu_run_eager_cases_pass_against_one_gpu_and_native_nvfp4_is_gated(
         if labels["recipe"] == "nvfp4":
             assert record["verdict"]["status"] == "unsupported"
     assert {r["labels"]["world_size"] for r in records.values()} == {1, 2}
+
+
+def test_two_gpu_run_compiled_cases_match_eager_bit_for_bit_and_one_gpu_within_tolerance() -> None:
+    _, run, records = _run("h200x2-distributed-compiled")
+    assert run["gpu"]["count"] == 2 and run["commit"] == COMMIT and run["launch_method"] == "forkserver"
+    assert Counter(r["verdict"]["status"] for r in records.values()) == {"pass": 15, "unsupported": 5}
+    for record in records.values():
+        assert record["labels"]["mode"] == "default"
+        if record["verdict"]["status"] != "pass":
+            assert record["labels"]["recipe"] == "nvfp4"
+            continue
+        assert record["verdict"]["check"] == "compiled_vs_eager" and record["verdict"]["value"] == 0.0
+        assert record["metrics"]["compile_seconds"]["value"] > 0
+        if record["labels"]["world_size"] == 2:
+            checks = {c["check"]: c for c in record["extra_checks"]}
+            assert {"output_vs_single_gpu", "dgrad_vs_single_gpu", "wgrad_vs_single_gpu"} <= set(checks)
+            assert all(c["status"] == "pass" and c["value"] <= c["tolerance"] for c in checks.values())
 
 
 def test_campaign_head_breaks_fp8_current_contract_only_where_the_perturbation_does() -> None:
