@@ -88,3 +88,11 @@ def test_more_ranks_than_gpus_is_refused_before_anything_starts():
         pytest.skip("this machine has 64 GPUs")
     with pytest.raises(ValueError, match="64 ranks need 64 GPUs"):
         launch(rank_functions.sum_ranks, None, world_size=64, device="cuda", deadline_s=5)
+
+
+def test_a_rank_that_cannot_be_started_raises_its_own_error_and_leaves_no_rank_behind():
+    unpicklable = lambda rank, world_size, payload: None  # noqa: E731 (spawn cannot send a lambda)
+    with pytest.raises(Exception) as raised:
+        launch(unpicklable, None, 2, "cpu", deadline_s=30)
+    assert not isinstance(raised.value, (TypeError, AssertionError)), raised.value
+    assert "pickle" in f"{type(raised.value).__name__} {raised.value}".lower()

@@ -159,11 +159,12 @@ def launch(fn: RankFunction, payload: Any, world_size: int, device: str, deadlin
                     timed_out = True
                     break
                 time.sleep(poll_s)
-        finally:
+        finally:  # also when a rank could not be started: the others stop, the start's error stands
             alive = [p.is_alive() for p in procs]
-            for p in procs:
+            started_procs = [p for p in procs if p.pid is not None]
+            for p in started_procs:
                 _kill(p)
-            for p in procs:
+            for p in started_procs:
                 p.join(timeout=10)
             del store
         ranks = [_rank_result(r, p, _read(f), was_alive)
