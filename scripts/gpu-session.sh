@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# A whole GPU session on a lent 2-GPU machine whose calls stop at 10 minutes: the jobs run in their
-# own process session (so they outlive a call), and every call waits for them, then packs what has
-# finished into $OUT.
+# A whole GPU session on lent machines whose calls stop at 10 minutes: the jobs run in their own process
+# session (so they outlive a call), and every call waits for them, then packs what has finished into $OUT.
 #
-# Device calls (kind nvidia-h200-x2, carry [".te", ".whl"]), one right after the other:
-#   bash scripts/gpu-session.sh start [SECONDS]   install, start the plan, then wait like `wait`
-#   bash scripts/gpu-session.sh wait [SECONDS]    wait up to SECONDS (default 540) and pack
+# Device calls (carry [".te", ".whl"]), one right after the other:
+#   bash scripts/gpu-session.sh start [SECONDS] [PLAN]   install, start the plan, then wait like `wait`
+#   bash scripts/gpu-session.sh wait [SECONDS]           wait up to SECONDS (default 540) and pack
 # Back here: tar xzf <files_at>/<job>.tar.gz -C .gpu-results, for the jobs below.
 #
-# The plan: at the same time
-#   GPU 1: the full profile, timed as a whole (`full`);
-#   GPU 0: `tewatch campaign`: the quick profile on TE as installed (its base run, timed as a whole)
-#          and, as pull request 1 on the same GPU, again with two documented changes applied at
-#          import (`campaign`);
-# then the distributed suite on both GPUs, world sizes 1 and 2 (`distributed`).
+# Plans:
+#   x2 (default; kind nvidia-h200-x2), at the same time
+#        GPU 1: the full profile, timed as a whole (`full`);
+#        GPU 0: `tewatch campaign` (`campaign`, below);
+#      then the distributed suite on both GPUs, world sizes 1 and 2 (`distributed`).
+#   campaign (kind nvidia-h200): the campaign alone.
+# `campaign`: the quick profile on TE as installed (its base run, timed as a whole) and, as pull request
+# 1 on the same GPU, again with two documented changes applied at import.
 # Every results folder has its own inductor cache (tewatch run's default), so compile times stay cold.
 set -uo pipefail
 cmd=${1:-wait}
 budget=${2:-540}
+plan_name=${3:-x2}
 results=.gpu-results
 perturb=te-ref-slow-quantize,fp8-current-collapsed-transpose
 
@@ -36,14 +38,22 @@ CHUNKS_FULL=("^(contracts|gemm|quantize|rht)\\." "^linear\\..*'(eager|default)'\
              "^linear\\..*'reduce-overhead'\\)$" "^linear\\..*'max-autotune'\\)$")
 CHUNKS_DISTRIBUTED=("^distributed\\..*'eager'\\)$" "^distributed\\..*'default'\\)$")
 
-plan() {
-  CUDA_VISIBLE_DEVICES=1 job full in_chunks "$results/full" 1020 --profile full -- "${CHUNKS_FULL[@]}" &
-  sleep 20  # the two runs start one after the other: asv's machine file is shared
-  CUDA_VISIBLE_DEVICES=0 job campaign timeout --signal=INT --kill-after=20 900 \
+campaign() {  # campaign SECONDS
+  CUDA_VISIBLE_DEVICES=0 job campaign timeout --signal=INT --kill-after=20 "$1" \
     python3 -m tewatch campaign --profile quick --perturb "$perturb" --pr 1 --out "$results/campaign"
+}
+
+plan_x2() {
+  CUDA_VISIBLE_DEVICES=1 job full in_chunks "$results/full" 980 --profile full -- "${CHUNKS_FULL[@]}" &
+  sleep 20  # the two runs start one after the other: asv's machine file is shared
+  campaign 900
   wait
-  job distributed in_chunks "$results/distributed" 540 --profile full --backends te --machine h200x2 \
+  job distributed in_chunks "$results/distributed" 580 --profile full --backends te --machine h200x2 \
     -- "${CHUNKS_DISTRIBUTED[@]}"
+}
+
+plan_campaign() {
+  campaign 1080
 }
 
 pack() {
@@ -71,7 +81,8 @@ case $cmd in
     source scripts/gpu-env.sh || exit 1
     nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm --format=csv,noheader
     nvidia-smi topo -m
-    setsid bash -c "source scripts/gpu-session.sh plan-only; plan; touch $results/plan.finished" \
+    [[ $(type -t "plan_$plan_name") == function ]] || { echo "no plan $plan_name (x2, campaign)" >&2; exit 2; }
+    setsid bash -c "source scripts/gpu-session.sh plan-only; plan_$plan_name; touch $results/plan.finished" \
       >"$results/plan.log" 2>&1 </dev/null &
     budget=$((budget - SECONDS))
     wait_for_plan ;;
@@ -79,5 +90,5 @@ case $cmd in
     export PYTHONPATH=/tmp/tewatch-path:$PWD${PYTHONPATH:+:$PYTHONPATH}
     wait_for_plan ;;
   plan-only) ;;  # sourced by the background shell for its functions
-  *) echo "usage: $0 start|wait [SECONDS]" >&2; exit 2 ;;
+  *) echo "usage: $0 start [SECONDS] [x2|campaign] | wait [SECONDS]" >&2; exit 2 ;;
 esac
