@@ -6,7 +6,6 @@ import json
 import re
 
 import httpx
-import pytest
 
 from tests.dashboard.conftest import H200_FIXTURES, MARKUP, PR_NUMBER, PR_ONLY_EXCEPTION, screenshot
 from tests.dashboard.expectations import FAILURES, expected_matrix, latest_records
