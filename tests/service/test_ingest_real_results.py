@@ -8,18 +8,27 @@ import math
 
 import pytest
 
+from sqlalchemy import create_engine, text
+
+from tewatch.campaign.demo import load_results
+from tewatch.runner import results as asv_results
+from tewatch.store.migrate import upgrade
+from tests.conftest import FIXTURES
 from tests.service.uploads import TINY, all_fixture_runs, parts_of, post_run, tiny_run
 
 
 def expected_rows(run) -> tuple[int, int]:
-    """(result rows, NaN results) counted straight from the files, independently of the parser."""
+    """(result rows, NaN results) counted straight from the files with the runner's reader, not the
+    service's parser. A NaN without a record in a run that has records is not a case (skip_params)."""
     data = json.loads(run.result.read_text())  # json accepts asv's bare NaN tokens
+    recorded = {path.stem for path in run.cases}
     rows = nans = 0
-    for row in data["results"].values():
-        n = math.prod(len(p) for p in row[1]) if row[1] else 1
-        values = row[0] if row[0] is not None else [None] * n
-        rows += n
-        nans += sum(1 for v in values if isinstance(v, float) and math.isnan(v))
+    for case in asv_results.iter_case_results(data, json.loads(run.benchmarks.read_text())):
+        nan = isinstance(case.value, float) and math.isnan(case.value)
+        if nan and recorded and case.case_id not in recorded:
+            continue
+        rows += 1
+        nans += nan
     for case_file in run.cases:
         rows += len(json.loads(case_file.read_text()).get("metrics", {}))
     return rows, nans
@@ -110,3 +119,23 @@ def test_series_keeps_samples_and_quartiles(live_server):
 def test_fixture_loader_finds_the_tiny_suite():
     assert TINY in {r.result.parent.parent for r in all_fixture_runs()}
     assert len(list(itertools.islice(all_fixture_runs(), 2))) == 2
+
+
+def test_a_combination_asv_skips_without_a_record_is_no_case_and_hides_no_later_labels(tmp_path):
+    """The quick run's distributed suite skips world size 2 without sequence parallelism (skip_params);
+    uploaded first, it must not create those cases label-less before the 2-GPU run records them."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite3'}"
+    upgrade(url)
+    load_results(url, FIXTURES / "h200-quick", "main")
+    engine = create_engine(url)
+    query = text("SELECT count(*) FROM cases WHERE case_name = 'distributed.LinearTensorParallel' "
+                 "AND world_size = 2 AND json_extract(params, '$.sequence_parallel') = 0")
+    with engine.connect() as conn:
+        assert conn.execute(query).scalar_one() == 0
+    load_results(url, FIXTURES / "h200x2-distributed-compiled", "main")
+    with engine.connect() as conn:
+        ranks = conn.execute(text(
+            "SELECT rank, labels FROM cases WHERE case_name = 'distributed.LinearTensorParallel' "
+            "AND world_size = 2 AND json_extract(params, '$.sequence_parallel') = 0")).all()
+    engine.dispose()
+    assert len(ranks) == 8 and all(rank == 3 for rank, _ in ranks)
