@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -122,10 +124,15 @@ def _asv(opts: RunOptions, args: list[str], env: dict[str, str], **kw: Any) -> s
 
 def _asv_run(opts: RunOptions, args: list[str], env: dict[str, str],
              progress: Callable[[float, str], None] | None) -> tuple[int, str]:
-    """`asv run` with its output followed for progress; (exit code, output). asv stops with us."""
+    """`asv run` with its output followed for progress; (exit code, output).
+
+    asv runs in a session of its own, so that an interrupt reaches it from us alone: we pass it on and
+    wait, while asv stops the case processes it started (each in a process group of its own), so that
+    none of them writes a record after the interrupted run is cleaned up."""
     log_lines: list[str] = []
     with subprocess.Popen([opts.python, "-m", "asv", *args], cwd=opts.project, env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1) as asv_proc:
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1,
+                          start_new_session=True) as asv_proc:
         assert asv_proc.stdout is not None
         try:
             for line in asv_proc.stdout:
@@ -134,9 +141,18 @@ def _asv_run(opts: RunOptions, args: list[str], env: dict[str, str],
                 if match and progress:
                     progress(float(match.group(1)), match.group(2).strip())
         except BaseException:
-            asv_proc.terminate()
+            _stop(asv_proc)
             raise
     return asv_proc.returncode, "".join(log_lines)
+
+
+def _stop(asv_proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(asv_proc.pid, signal.SIGINT)
+        try:
+            asv_proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(asv_proc.pid, signal.SIGKILL)
 
 
 def _put_back(machine_dir: Path, head: str, sha: str, staging: Path) -> None:
