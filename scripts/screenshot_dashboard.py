@@ -2,7 +2,8 @@
 
 Copies the database into a temp folder (the original is never touched), starts a real `tewatch serve` on it,
 and photographs with Playwright and Debian's Chromium (headless): the overview, the matrix, PR #1, the alerts,
-the runs, the machines, the series of the largest open regression alert and one te-ref quantize series.
+the runs, the machines, the series of the largest open regression alert and one te-ref quantize series
+(PR #1 and the alert's series where the store has them).
 
     .venv/bin/python scripts/screenshot_dashboard.py .gpu-results/h200-campaign/campaign.sqlite3 \\
         docs/screenshots/h200-campaign
@@ -33,31 +34,50 @@ def copy_database(source: str, folder: Path) -> str:
     return f"sqlite:///{copy}"
 
 
-def series_pages(url: str) -> dict[str, str]:
-    """The series of the open regression alert with the largest effect, and the te-ref quantize series that
-    changed most in PR #1 (the first one when the PR compared none)."""
+def pages(url: str) -> dict[str, str]:
+    """The pages above (PR #1 where the store has it); the series of the open regression alert with the
+    largest effect, where there is one; and the te-ref quantize series that changed most in PR #1 (the
+    first one when no PR compared it)."""
+    found = dict(PAGES)
+    if not httpx.get(f"{url}/api/v1/runs", params={"pr": 1}).json()["items"]:
+        del found["pr-1"]
+    effects = {row["series_id"]: abs(row["effect"] or 0) for row in httpx.get(f"{url}/api/v1/prs/1/comparisons").json()}
     alerts = httpx.get(f"{url}/api/v1/alerts", params={"status": "open", "kind": "regression"}).json()
-    worst = max(alerts, key=lambda alert: abs(alert["effect"] or 0))
+    if alerts:
+        worst = max(alerts, key=lambda alert: abs(alert["effect"] or 0))
+        found["series-top-regression"] = f"/series/{worst['series_id']}"
     cases = httpx.get(f"{url}/api/v1/cases", params={"case": "quantize.Quantize", "backend": "te-ref"}).json()
     te_ref = [ref["id"] for case in cases["items"] for ref in case["series"]]
-    effects = {row["series_id"]: abs(row["effect"] or 0) for row in httpx.get(f"{url}/api/v1/prs/1/comparisons").json()}
-    quantize = max(te_ref, key=lambda i: effects.get(i, -1))
-    return {"series-top-regression": f"/series/{worst['series_id']}", "series-te-ref-quantize": f"/series/{quantize}"}
+    if te_ref:
+        found["series-te-ref-quantize"] = f"/series/{max(te_ref, key=lambda i: effects.get(i, -1))}"
+    return found
 
 
-def screenshot(url: str, out: Path, max_height: int, scale: float) -> list[Path]:
+def to_palette(file: Path, colors: int) -> None:
+    """Rewrite a screenshot with a palette of `colors` (pages are flat colour: a third of the size)."""
+    from PIL import Image
+
+    with Image.open(file) as image:
+        flat = image.convert("RGB").quantize(colors=colors, method=Image.Quantize.FASTOCTREE,
+                                             dither=Image.Dither.NONE)
+    flat.save(file, optimize=True)
+
+
+def screenshot(url: str, out: Path, max_height: int, scale: float, colors: int) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
         page = browser.new_page(viewport={"width": 1400, "height": 900}, device_scale_factor=scale)
-        for name, path in {**PAGES, **series_pages(url)}.items():
+        for name, path in pages(url).items():
             response = page.goto(url + path, wait_until="networkidle")
             if response is None or not response.ok:
                 raise RuntimeError(f"{path}: HTTP {response.status if response else '?'}")
             height = min(page.evaluate("document.documentElement.scrollHeight"), max_height)
             file = out / f"{name}.png"
             page.screenshot(path=file, full_page=True, clip={"x": 0, "y": 0, "width": 1400, "height": height})
+            if colors:
+                to_palette(file, colors)
             written.append(file)
         browser.close()
     return written
@@ -69,11 +89,12 @@ def main() -> None:
     parser.add_argument("out", type=Path, help="folder for the PNG files")
     parser.add_argument("--max-height", type=int, default=1600, help="clip pages taller than this (px)")
     parser.add_argument("--scale", type=float, default=1.0, help="device scale factor")
+    parser.add_argument("--colors", type=int, default=128, help="palette size of the PNGs; 0 keeps full colour")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         database_url = copy_database(args.database, Path(tmp))
         with ServiceProcess(database_url, Path(tmp) / "service.log") as service:
-            for file in screenshot(service.url, args.out, args.max_height, args.scale):
+            for file in screenshot(service.url, args.out, args.max_height, args.scale, args.colors):
                 print(file)
 
 
