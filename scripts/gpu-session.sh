@@ -27,8 +27,7 @@ job() {  # job NAME COMMAND...: run one job, log it, mark it done with its exit 
   local name=$1 t0=$SECONDS
   shift
   echo "== $name: $*"
-  # at most two jobs at a time: each compiles with half of the host's cores
-  TORCHINDUCTOR_COMPILE_THREADS=$(($(nproc) / 2)) "$@" >"$results/$name.log" 2>&1
+  TORCHINDUCTOR_COMPILE_THREADS=$compile_threads "$@" >"$results/$name.log" 2>&1
   echo "exit $? after $((SECONDS - t0)) s" >"$results/$name.done"
   echo "== $name: $(cat "$results/$name.done")"
 }
@@ -44,6 +43,7 @@ campaign() {  # campaign SECONDS
 }
 
 plan_x2() {
+  compile_threads=$(($(nproc) / 2))  # two jobs at a time: each compiles with half of the host's cores
   CUDA_VISIBLE_DEVICES=1 job full in_chunks "$results/full" 980 --profile full -- "${CHUNKS_FULL[@]}" &
   sleep 20  # the two runs start one after the other: asv's machine file is shared
   campaign 900
@@ -53,6 +53,7 @@ plan_x2() {
 }
 
 plan_campaign() {
+  compile_threads=$(nproc)
   campaign 1080
 }
 
