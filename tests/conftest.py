@@ -11,6 +11,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -187,6 +188,20 @@ def stop_server(server: LiveServer) -> None:
         server.process.wait(timeout=15)
     except subprocess.TimeoutExpired:
         server.process.kill()
+
+
+@contextmanager
+def served_sqlite(folder: Path) -> Iterator[tuple[LiveServer, str]]:
+    """A real `tewatch serve` on a fresh, migrated SQLite store in `folder`: (server, database URL)."""
+    from tewatch.store.migrate import upgrade
+
+    db_url = f"sqlite:///{folder / 'tewatch.sqlite3'}"
+    upgrade(db_url)
+    server = start_server(db_url, folder / "serve.log")
+    try:
+        yield server, db_url
+    finally:
+        stop_server(server)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 from tewatch.dashboards.queries import matrix_column
 from tewatch.ingest.discover import RunFiles
 
-from tests.conftest import FIXTURES, REPO_ROOT, LiveServer, start_server, stop_server
+from tests.conftest import FIXTURES, REPO_ROOT, LiveServer, served_sqlite
 from tests.service.uploads import all_fixture_runs, parts_of, post_run
 
 CHROMIUM = Path(os.environ.get("TEWATCH_CHROMIUM", "/usr/bin/chromium"))
@@ -98,16 +98,10 @@ def pull_request_variant(run: RunFiles) -> tuple[dict[str, list[tuple[str, bytes
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Iterator[Site]:
-    from tewatch.store.migrate import upgrade
-
     runs = all_fixture_runs()
     assert runs, "no asv results under tests/fixtures"
-    folder = tmp_path_factory.mktemp("dashboard")
-    db_url = f"sqlite:///{folder / 'tewatch.sqlite3'}"
-    upgrade(db_url)
-    server = start_server(db_url, folder / "serve.log")
-    site = Site(server, runs)
-    try:
+    with served_sqlite(tmp_path_factory.mktemp("dashboard")) as (server, _):
+        site = Site(server, runs)
         with server.client() as client:
             for run in runs:
                 answer = post_run(client, parts_of(run), branch="main")
@@ -121,8 +115,6 @@ def site(tmp_path_factory) -> Iterator[Site]:
             assert answer.status_code == 201, answer.text
             site.pr_run_id = answer.json()["run_id"]
         yield site
-    finally:
-        stop_server(server)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import LiveServer, start_server, stop_server
+from tests.conftest import LiveServer, served_sqlite
 from tests.dashboard.conftest import failing_variant
 from tests.service.uploads import all_fixture_runs, parts_of, post_run
 
@@ -20,15 +20,8 @@ def main_content(html: str) -> str:
 
 @pytest.fixture
 def server(tmp_path) -> Iterator[LiveServer]:
-    from tewatch.store.migrate import upgrade
-
-    db_url = f"sqlite:///{tmp_path / 'tewatch.sqlite3'}"
-    upgrade(db_url)
-    server = start_server(db_url, tmp_path / "serve.log")
-    try:
+    with served_sqlite(tmp_path) as (server, _):
         yield server
-    finally:
-        stop_server(server)
 
 
 def test_an_upload_changes_the_overview_and_matrix_at_once(server):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.conftest import LiveServer, start_server, stop_server
+from tests.conftest import LiveServer, served_sqlite
 from tests.dashboard.conftest import screenshot
 from tests.dashboard.expectations import FAILURES
 from tests.service.uploads import parts_of, post_run, tiny_run
@@ -65,13 +65,7 @@ def _failing_verdicts(db_url: str, run_id: int) -> int:
 
 @pytest.fixture(scope="module")
 def pr_site(tmp_path_factory) -> Iterator[PrSite]:
-    from tewatch.store.migrate import upgrade
-
-    folder = tmp_path_factory.mktemp("pr-failures")
-    db_url = f"sqlite:///{folder / 'tewatch.sqlite3'}"
-    upgrade(db_url)
-    server = start_server(db_url, folder / "serve.log")
-    try:
+    with served_sqlite(tmp_path_factory.mktemp("pr-failures")) as (server, db_url):
         base_sha, head_sha = "ba5e" + "0" * 36, "feed" + "0" * 36
         base = _fail_first_passing(_with_commit(parts_of(tiny_run()), base_sha), KNOWN_EXCEPTION)
         head = _fail_first_passing(_with_commit(parts_of(tiny_run()), head_sha), KNOWN_EXCEPTION)
@@ -84,8 +78,6 @@ def pr_site(tmp_path_factory) -> Iterator[PrSite]:
             answer = post_run(client, head, pr_number=str(PR), merge_base_sha=base_sha, branch="feature")
             assert answer.status_code == 201, answer.text
         yield PrSite(server, _failing_verdicts(db_url, base_run_id))
-    finally:
-        stop_server(server)
 
 
 def _report_alerts(site: PrSite) -> list[dict]:

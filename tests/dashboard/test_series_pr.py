@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.conftest import LiveServer, start_server, stop_server
+from tests.conftest import LiveServer, served_sqlite
 from tests.dashboard.conftest import screenshot
 from tests.service.uploads import parts_of, post_run, tiny_run
 
@@ -53,13 +53,7 @@ def _at_commit(parts: dict, commit: str, slowdown: float = 1.0) -> tuple[dict, i
 
 @pytest.fixture(scope="module")
 def series_pr_site(tmp_path_factory) -> Iterator[SeriesPrSite]:
-    from tewatch.store.migrate import upgrade
-
-    folder = tmp_path_factory.mktemp("series-pr")
-    db_url = f"sqlite:///{folder / 'tewatch.sqlite3'}"
-    upgrade(db_url)
-    server = start_server(db_url, folder / "serve.log")
-    try:
+    with served_sqlite(tmp_path_factory.mktemp("series-pr")) as (server, _):
         base_sha, head_sha = "ba5e" + "1" * 36, "feed" + "1" * 36
         base, _ = _at_commit(parts_of(tiny_run()), base_sha)
         head, samples = _at_commit(parts_of(tiny_run()), head_sha, SLOWDOWN)
@@ -70,8 +64,6 @@ def series_pr_site(tmp_path_factory) -> Iterator[SeriesPrSite]:
             answer = post_run(client, head, pr_number=str(PR), merge_base_sha=base_sha, branch="feature")
             assert answer.status_code == 201, answer.text
         yield SeriesPrSite(server, samples)
-    finally:
-        stop_server(server)
 
 
 def _regression(site: SeriesPrSite) -> dict:
