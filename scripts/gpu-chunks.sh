@@ -2,6 +2,9 @@
 # a profile runs as a few `tewatch run --bench` chunks into one results folder (they merge under one
 # commit): a chunk cut off by the time limit loses itself alone.
 
+# the distributed suite's two halves, eager and compiled
+CHUNKS_DISTRIBUTED=("^distributed\\..*'eager'\\)$" "^distributed\\..*'default'\\)$")
+
 in_chunks() {  # in_chunks RESULTS-DIR SECONDS RUNNER-OPTIONS... -- CHUNK...; returns the worst exit code
   local dir=$1 seconds=$2 start=$SECONDS left bench code worst=0 opts=()
   shift 2

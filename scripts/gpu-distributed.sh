@@ -13,18 +13,16 @@
 set -uo pipefail
 part=${1:-all}
 budget=${2:-560}
-eager="^distributed\..*'eager'\)$"
-compiled="^distributed\..*'default'\)$"
+source scripts/gpu-chunks.sh
 case $part in
-  eager) chunks=("$eager") ;;
-  compiled) chunks=("$compiled") ;;
-  all) chunks=("$eager" "$compiled") ;;
+  eager) chunks=("${CHUNKS_DISTRIBUTED[0]}") ;;
+  compiled) chunks=("${CHUNKS_DISTRIBUTED[1]}") ;;
+  all) chunks=("${CHUNKS_DISTRIBUTED[@]}") ;;
   *) echo "usage: $0 eager|compiled|all [SECONDS]" >&2; exit 2 ;;
 esac
 source scripts/gpu-env.sh || exit 1   # also keeps NVLink multicast off in everything it starts
 nvidia-smi topo -m
 python3 -c 'import torch; print("GPUs:", torch.cuda.device_count())'
-source scripts/gpu-chunks.sh
 in_chunks .gpu-results/distributed $((budget - SECONDS)) --profile full --backends te --machine h200x2 \
   -- "${chunks[@]}"
 status=$?

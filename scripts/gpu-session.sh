@@ -35,7 +35,6 @@ job() {  # job NAME COMMAND...: run one job, log it, mark it done with its exit 
 source scripts/gpu-chunks.sh
 CHUNKS_FULL=("^(contracts|gemm|quantize|rht)\\." "^linear\\..*'(eager|default)'\\)$"
              "^linear\\..*'reduce-overhead'\\)$" "^linear\\..*'max-autotune'\\)$")
-CHUNKS_DISTRIBUTED=("^distributed\\..*'eager'\\)$" "^distributed\\..*'default'\\)$")
 
 campaign() {  # campaign SECONDS
   CUDA_VISIBLE_DEVICES=0 job campaign timeout --signal=INT --kill-after=20 "$1" \
