@@ -12,7 +12,8 @@
 #        GPU 1: the full profile, timed as a whole (`full`);
 #        GPU 0: `tewatch campaign` (`campaign`, below);
 #      then the distributed suite on both GPUs, world sizes 1 and 2 (`distributed`).
-#   campaign (kind nvidia-h200): the campaign alone.
+#   campaign (kind nvidia-h200): the campaign alone, then the harness against do_bench on the idle GPU
+#        (`harness`).
 # `campaign`: the quick profile on TE as installed (its base run, timed as a whole) and, as pull request
 # 1 on the same GPU, again with two documented changes applied at import.
 # Every results folder has its own inductor cache (tewatch run's default), so compile times stay cold.
@@ -54,13 +55,15 @@ plan_x2() {
 plan_campaign() {
   compile_threads=$(nproc)
   campaign 1080
+  CUDA_VISIBLE_DEVICES=0 job harness python3 scripts/bench_harness.py --repeats 20
 }
 
 pack() {
   local name
-  for name in full campaign distributed; do
+  for name in full campaign distributed harness; do
     if [[ -f $results/$name.done && ! -f $results/$name.packed ]]; then
-      tar czf "$OUT/$name.tar.gz" -C "$results" --exclude=.inductor-cache "$name" "$name.log" "$name.done" \
+      tar czf "$OUT/$name.tar.gz" -C "$results" --exclude=.inductor-cache --ignore-failed-read "$name" \
+        "$name.log" "$name.done" \
         && touch "$results/$name.packed"
     fi
   done
