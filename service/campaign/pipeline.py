@@ -39,6 +39,7 @@ class CampaignOptions:
     branch: str = "main"
     base_results: Path | None = None
     base_commit: str | None = None
+    head_results: Path | None = None
     database_url: str | None = None
 
 
@@ -130,10 +131,14 @@ class Campaign:
         return commit
 
     def _head(self, url: str, token: str, base: str) -> str:
-        results = self.opts.out / "head-results"
-        commit = head_commit_for(base, self.opts.perturb)
-        env = {"TEWATCH_PERTURB": self.opts.perturb} if self.opts.perturb else {}
-        self._timed("head run (perturbed)", lambda: self._suite(results, commit, env))
+        results = self.opts.head_results
+        if results is None:
+            results = self.opts.out / "head-results"
+            commit = head_commit_for(base, self.opts.perturb)
+            env = {"TEWATCH_PERTURB": self.opts.perturb} if self.opts.perturb else {}
+            self._timed("head run (perturbed)", lambda: self._suite(results, commit, env))
+        else:
+            commit = self._single_commit(results)
         self._timed("upload head as a pull request",
                     lambda: self._cli("upload", str(results), "--url", url, "--token", token,
                                       "--branch", f"pr-{self.opts.pr_number}", "--pr", str(self.opts.pr_number),

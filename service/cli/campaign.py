@@ -20,6 +20,8 @@ def campaign(
     perturb: str = typer.Option("", help="perturbations of the head run (benchmarks/harness/perturb.py)"),
     base_results: Path | None = typer.Option(None, help="reuse these asv results as the base run"),
     base_commit: str | None = typer.Option(None, help="file the base run under this commit (default: TE's)"),
+    head_results: Path | None = typer.Option(
+        None, help="reuse these asv results as the head run (e.g. a kept campaign's, to compare it again)"),
     pr: int = typer.Option(1, "--pr", help="pull request number the head run is filed under"),
     project: Path = typer.Option(Path("."), help="folder holding asv.conf.json and benchmarks/"),
     db: DatabaseOption = None,
@@ -33,6 +35,7 @@ def campaign(
         project=project.resolve(), out=out.resolve(), profile=profile, bench=bench, perturb=perturb,
         backends=tuple(b.strip() for b in backends.split(",") if b.strip()) if backends else None,
         pr_number=pr, base_results=base_results.resolve() if base_results else None, base_commit=base_commit,
+        head_results=head_results.resolve() if head_results else None,
         database_url=db,
     )
     try:
