@@ -51,7 +51,9 @@ class CompareConfig:
     confidence: two-sided confidence of the reported interval of the change.
     min_samples: fewer samples on either side is "inconclusive".
     between_run_sigma: floor of the run-to-run noise (log units) assumed when a series has no history
-        to measure it from; the assumption is raised to either run's own sample spread where larger.
+        to measure it from; the assumption is raised to either run's own sample spread, and to the
+        spread of the level changes of its benchmark's other cases, where larger.
+    min_family_cases: compared cases a benchmark needs before the spread of their level changes counts.
     bootstrap_resamples: resamples for intervals of ratios (compiled/eager, nvfp4/bf16).
     """
 
@@ -60,6 +62,7 @@ class CompareConfig:
     confidence: float = 0.95
     min_samples: int = 5
     between_run_sigma: float = 0.02
+    min_family_cases: int = 5
     bootstrap_resamples: int = 2000
 
     def as_dict(self) -> dict[str, float | int]:

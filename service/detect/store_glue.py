@@ -254,6 +254,8 @@ def check_correctness(session: Session, run: Run, public_url: str, summary: Dete
 
 # pull requests ---------------------------------------------------------------------------------------------
 def merge_base_runs(session: Session, run: Run) -> list[Run]:
+    """The merge base's runs on the head run's machine where it has any, else on the same GPU model: another
+    host moves host-bound cases by tens of percent (an H200 contract check, 26 us on one, 14 us on another)."""
     if not run.merge_base_sha:
         return []
     query = (
@@ -261,7 +263,9 @@ def merge_base_runs(session: Session, run: Run) -> list[Run]:
         .where(Commit.sha.startswith(run.merge_base_sha[:40]), Run.pr_number.is_(None),
                Machine.gpu_model == run.machine.gpu_model)
     )
-    return list(session.scalars(query))
+    runs = list(session.scalars(query))
+    same_machine = [r for r in runs if r.machine_id == run.machine_id]
+    return same_machine or runs
 
 
 def between_run_sigmas(session: Session, series_ids: list[int]) -> dict[int, float]:
@@ -309,7 +313,7 @@ def compare_pull_request(
         head = samples or ([value] if value is not None else [])
         pairs.append((base_samples.get(series_id, []), head, infos[series_id].higher_is_better, sigmas.get(series_id)))
         keys.append(series_id)
-    results = compare_sweep(pairs, config)
+    results = compare_sweep(pairs, config, families=[infos[series_id].benchmark for series_id in keys])
     report = PrReport(
         pr_number=run.pr_number, head_sha=run.commit.sha, base_sha=run.merge_base_sha or "",
         gpu_model=run.machine.gpu_model, public_url=public_url, correctness=correctness,

@@ -38,13 +38,15 @@ class StoreHistory:
         self.series = Series(fingerprint="series-gemm", case=self.case, benchmark=self.benchmark)
         session.add_all([*self.machines.values(), self.environment, self.series])
         self.runs: list[Run] = []
+        self.commits: dict[str, Commit] = {}
 
     def add_run(self, sha: str, level: float, status: VerdictStatus, driver: str = "580.1",
                 pr_number: int | None = None, merge_base: str | None = None, at: int | None = None) -> Run:
         index = len(self.runs) if at is None else at
-        commit = Commit(sha=sha, branch="main" if pr_number is None else "feature", pr_number=pr_number,
-                        committed_at=START + timedelta(hours=index))
-        run = Run(digest=f"run-{sha}-{pr_number}", machine=self.machines[driver], environment=self.environment,
+        commit = self.commits.setdefault(sha, Commit(
+            sha=sha, branch="main" if pr_number is None else "feature", pr_number=pr_number,
+            committed_at=START + timedelta(hours=index)))
+        run = Run(digest=f"run-{sha}-{pr_number}-{driver}", machine=self.machines[driver], environment=self.environment,
                   commit=commit, branch=commit.branch, pr_number=pr_number, merge_base_sha=merge_base,
                   started_at=START + timedelta(hours=index))
         samples = (level * np.exp(self.rng.normal(0, 0.01, 30))).tolist()

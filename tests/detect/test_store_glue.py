@@ -110,3 +110,17 @@ def test_pull_request_against_merge_base_on_samples(engine):
     markdown = report["markdown"]
     assert markdown.index("### Correctness") < markdown.index("### Largest regressions")
     assert "gemm.Gemm.time(recipe=nvfp4)" in markdown and f"{URL}/pr/3626" in markdown
+
+
+def test_pull_request_is_compared_with_the_merge_base_on_its_own_machine_where_there_is_one(engine):
+    # the merge base ran on two machines that sit 20 % apart; the PR ran on the slower one, unchanged
+    with Session(engine) as session, session.begin():
+        history = StoreHistory(session)
+        history.add_run("a" * 40, 1e-3, VerdictStatus.passed, driver="580.1")
+        history.add_run("a" * 40, 1.2e-3, VerdictStatus.passed, driver="590.2")
+        head_id = history.add_run("f" * 40, 1.2e-3, VerdictStatus.passed, driver="590.2", pr_number=7,
+                                  merge_base="a" * 40).id
+    assert detect_after_upload(engine, head_id, URL).comparisons == {"inconclusive": 1}
+    with Session(engine) as session:
+        [comparison] = session.scalars(select(PrComparison)).all()
+    assert comparison.n_base == 30 and comparison.effect == pytest.approx(0.0, abs=0.01)
