@@ -1,6 +1,6 @@
 """The later lent-GPU runs kept as fixtures: the quick profile (forked cases), the 2-GPU distributed
-suite (eager and compiled halves, two runs), and the perturbed head run of the H200 campaign with its
-pull-request report."""
+suite (eager and compiled halves, two runs), and both runs of the H200 campaign with its pull-request
+report."""
 
 import json
 from collections import Counter
@@ -126,11 +126,21 @@ def test_campaign_head_breaks_fp8_current_contract_only_where_the_perturbation_d
             assert verdict["exception_class"] == "ShapeContractMismatch" and "_transpose" in verdict["message"]
 
 
+def test_campaign_base_is_a_whole_quick_profile_run_forked() -> None:
+    _, run, records = _run("h200-campaign/base-results")
+    assert run["profile"] == "quick" and run["bench_filter"] is None and run["commit"] == COMMIT
+    assert run["launch_method"] == "forkserver"
+    statuses = Counter(r["verdict"]["status"] for r in records.values())
+    assert statuses == {"pass": 84, "unsupported": 46, "error": 9, "fail_accuracy": 2}
+
+
 def test_campaign_pr_report_lists_the_two_correctness_failures_first_and_was_signed() -> None:
     report = (FIXTURES / "h200-campaign" / "pr-report.md").read_text()
     assert report.index("### Correctness") < report.index("### Largest regressions")
     correctness = report[report.index("### Correctness"):report.index("### Largest regressions")]
     assert correctness.count("ShapeContract(quantizer=fp8-current, rank=") == 2
+    assert "### Improvements" not in report
     webhook = json.loads((FIXTURES / "h200-campaign" / "pr-report-webhook.json").read_text())
     assert webhook["event"] == "pr.report" and webhook["signature_valid"] is True
     assert webhook["body"]["data"]["correctness_failures"] == 2
+    assert webhook["body"]["data"]["counts"] == {"regression": 11, "inconclusive": 116}

@@ -1,0 +1,48 @@
+"""`tewatch campaign --base-results --head-results`: the kept H200 campaign's two runs compared again, through
+a real service, its detection and its webhooks, without running any suite."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+KEPT = ROOT / "tests" / "fixtures" / "h200-campaign"
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("recompared")
+    done = subprocess.run(
+        [sys.executable, "-m", "tewatch", "campaign", "--base-results", str(KEPT / "base-results"),
+         "--head-results", str(KEPT / "head-results"),
+         "--perturb", "te-ref-slow-quantize,fp8-current-collapsed-transpose", "--pr", "1", "--out", str(out), "--project", str(ROOT)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not (out / "base-results").exists() and not (out / "head-results").exists()  # nothing ran
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_the_pull_request_breaks_exactly_the_fp8_current_contract_at_ranks_3_and_4(compared: dict) -> None:
+    pr_failures = [a for a in compared["alerts"] if a["kind"] == "correctness" and a["pr_number"] == 1]
+    assert sorted(a["title"] for a in pr_failures) == [
+        f"contracts.ShapeContract(quantizer=fp8-current, rank={rank}) on NVIDIA H200: error" for rank in (3, 4)]
+
+
+def test_every_doubled_reference_quantize_is_a_regression_and_nothing_improves(compared: dict) -> None:
+    regressions = [a["title"] for a in compared["alerts"] if a["kind"] == "regression"]
+    quantize = [t for t in regressions if t.startswith("PR #1: quantize.Quantize.track_seconds(backend=te-ref,")]
+    assert len(quantize) == 10
+    # the one other: the reference RHT, untouched by the change but host-bound (the fixture's README)
+    others = [t for t in regressions if t not in quantize]
+    assert len(others) == 1 and others[0].startswith("PR #1: rht.Rht.track_seconds(backend=te-ref,")
+    assert compared["pr_verdicts"] == {"regression": 11, "inconclusive": 116}
+
+
+def test_the_report_arrives_signed_with_the_kept_runs_commits(compared: dict) -> None:
+    assert compared["signatures_valid"] and compared["webhooks"] == {"correctness.failed": 13, "pr.report": 1}
+    assert compared["base_commit"].startswith("f7d8c16d") and compared["head_commit"].startswith("73f2a52e")
+    assert compared["verdicts"]["base"] == {"pass": 84, "unsupported": 46, "error": 9, "fail_accuracy": 2}
