@@ -21,8 +21,9 @@ def format_value(value: float | None, unit: str = "seconds") -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
     if unit == "seconds":
+        rounded = float(f"{value:.3g}")  # 999.6 us is shown as 1 ms, not 1e+03 us
         for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
-            if abs(value) >= scale or scale == 1e-9:
+            if abs(rounded) >= scale or scale == 1e-9:
                 return f"{value / scale:.3g} {suffix}"
     if unit == "fraction":
         return f"{value * 100:.1f} %"

@@ -15,8 +15,9 @@
     if (v === null || v === undefined || !isFinite(v)) return "—";
     if (unit === "seconds") {
       const steps = [[1, "s"], [1e-3, "ms"], [1e-6, "µs"], [1e-9, "ns"]];
+      const rounded = Number(v.toPrecision(3));  // 999.6 us is shown as 1.00 ms, not 1.00e+3 us
       for (const [scale, suffix] of steps) {
-        if (Math.abs(v) >= scale || suffix === "ns") return (v / scale).toPrecision(3) + " " + suffix;
+        if (Math.abs(rounded) >= scale || suffix === "ns") return (v / scale).toPrecision(3) + " " + suffix;
       }
     }
     if (unit === "fraction") return (v * 100).toFixed(1) + " %";
