@@ -2,11 +2,11 @@
 
 Copies the database into a temp folder (the original is never touched), starts a real `tewatch serve` on it,
 and photographs with Playwright and Debian's Chromium (headless): the overview, the matrix, PR #1, the alerts,
-the runs, the machines, the series of the largest open regression alert and one te-ref quantize series
-(PR #1 and the alert's series where the store has them).
+the runs, the machines, the series of the largest open regression alert (with its pull request's samples
+where it is a pull request's) and the te-ref quantize series that changed most in PR #1, where that is
+another series (PR #1 and the alert's series where the store has them).
 
-    .venv/bin/python scripts/screenshot_dashboard.py .gpu-results/h200-campaign/campaign.sqlite3 \\
-        docs/screenshots/h200-campaign
+    .venv/bin/python scripts/screenshot_dashboard.py campaign-out/campaign.sqlite3 docs/screenshots/h200-campaign
 """
 
 from __future__ import annotations
@@ -43,13 +43,16 @@ def pages(url: str) -> dict[str, str]:
         del found["pr-1"]
     effects = {row["series_id"]: abs(row["effect"] or 0) for row in httpx.get(f"{url}/api/v1/prs/1/comparisons").json()}
     alerts = httpx.get(f"{url}/api/v1/alerts", params={"status": "open", "kind": "regression"}).json()
+    worst_series = None
     if alerts:
         worst = max(alerts, key=lambda alert: abs(alert["effect"] or 0))
-        found["series-top-regression"] = f"/series/{worst['series_id']}"
+        worst_series = worst["series_id"]
+        pr = f"?pr={worst['pr_number']}" if worst["pr_number"] else ""
+        found["series-top-regression"] = f"/series/{worst_series}{pr}"
     cases = httpx.get(f"{url}/api/v1/cases", params={"case": "quantize.Quantize", "backend": "te-ref"}).json()
     te_ref = [ref["id"] for case in cases["items"] for ref in case["series"]]
-    if te_ref:
-        found["series-te-ref-quantize"] = f"/series/{max(te_ref, key=lambda i: effects.get(i, -1))}"
+    if te_ref and (most_changed := max(te_ref, key=lambda i: effects.get(i, -1))) != worst_series:
+        found["series-te-ref-quantize"] = f"/series/{most_changed}"
     return found
 
 
