@@ -33,6 +33,21 @@ class Prepared:
     # derived values measured beside the timing: name -> (function of the median seconds, unit)
     derived: dict[str, tuple[Callable[[float], float], str]] = field(default_factory=dict)
     flush_l2: bool = True
+    # a call whose time follows the GPU's clock under its power limit: the samples span at least this
+    # many seconds (up to LONG_SPAN_MAX_SAMPLES of them), whatever the profile's budget and cap
+    sample_seconds: float | None = None
+
+
+LONG_SPAN_MAX_SAMPLES = 1000
+
+
+def sample_plan(profile: Profile, prepared: Prepared) -> TimingPlan:
+    if prepared.sample_seconds:
+        return TimingPlan(budget_s=max(profile.sample_budget_s, prepared.sample_seconds),
+                          min_samples=profile.min_samples, max_samples=LONG_SPAN_MAX_SAMPLES,
+                          flush_l2=prepared.flush_l2)
+    return TimingPlan(budget_s=profile.sample_budget_s, min_samples=profile.min_samples,
+                      max_samples=profile.max_samples, flush_l2=prepared.flush_l2)
 
 
 class Case(abc.ABC):
@@ -92,12 +107,7 @@ class Case(abc.ABC):
     def track_seconds(self, *values: Any) -> dict[str, Any]:
         assert self.prepared is not None
         profile = current_profile()
-        plan = TimingPlan(
-            budget_s=profile.sample_budget_s,
-            min_samples=profile.min_samples,
-            max_samples=profile.max_samples,
-            flush_l2=self.prepared.flush_l2,
-        )
+        plan = sample_plan(profile, self.prepared)
         nvml = _open_nvml() if self.prepared.device == "cuda" else None
         states = [nvml.sample()] if nvml else []
         try:

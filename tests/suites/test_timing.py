@@ -51,3 +51,18 @@ def test_real_cpu_timing_of_a_real_call_is_positive_and_plausible() -> None:
     result = timing.measure(lambda: a @ a, "cpu", plan)
     assert 5 <= len(result.samples) <= 20
     assert all(0 < s < 1.0 for s in result.samples)
+
+
+def test_a_case_that_asks_for_a_long_span_of_samples_gets_it_in_every_profile():
+    from benchmarks.harness.case import LONG_SPAN_MAX_SAMPLES, Prepared, sample_plan
+    from benchmarks.harness.profiles import get_profile
+
+    for name in ("full", "quick", "ci"):
+        profile = get_profile(name)
+        usual = sample_plan(profile, Prepared(fn=lambda: None, device="cuda", flush_l2=False))
+        assert (usual.budget_s, usual.max_samples) == (profile.sample_budget_s, profile.max_samples)
+        assert usual.flush_l2 is False
+        long = sample_plan(profile, Prepared(fn=lambda: None, device="cuda", sample_seconds=2.0))
+        assert (long.budget_s, long.max_samples, long.min_samples) == (2.0, LONG_SPAN_MAX_SAMPLES, profile.min_samples)
+        # a 1.6 ms GEMM fills the 2 s with 1000 samples; the profile's cap alone stops at 0.16 s or less
+        assert timing.sample_count(1.64e-3, long) == 1000 and timing.sample_count(1.64e-3, usual) <= 100
