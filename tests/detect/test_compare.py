@@ -142,3 +142,13 @@ def test_the_spread_prior_keeps_a_clear_change_of_tight_samples():
     base, head = samples(1.0, 0.01, 60, 11), samples(1.5, 0.01, 60, 12)
     [c] = compare_sweep([(base, head, False, None)], CompareConfig(between_run_sigma=0.02))
     assert c.verdict is CompareVerdict.regression and c.between_run_sigma == pytest.approx(0.02)
+
+
+def test_two_runs_of_the_same_te_on_two_lent_h200s_are_not_told_apart():
+    base, again = _timings("h200-campaign/base-results"), _timings("h200-quick-rerun")
+    keys = sorted(set(base) & set(again))
+    pairs = [(base[k], again[k], False, None) for k in keys]
+    assert len(keys) == 86
+    assert {c.verdict for c in compare_sweep(pairs, families=[benchmark for benchmark, _ in keys])} == {
+        CompareVerdict.inconclusive}
+    assert sum(c.verdict is not CompareVerdict.inconclusive for c in compare_sweep(pairs)) >= 5
