@@ -29,3 +29,16 @@ def test_te_ref_slow_quantize_makes_the_reference_quantize_do_its_work_twice(mon
     perturb.apply_to_te(namespace)
     assert ReferenceQuantizer().quantize("x", rowwise=True) == "quantized x"
     assert calls == [("x", {"rowwise": True})] * 2
+
+
+def test_torchref_slow_quantize_makes_both_emulated_quantizers_do_their_work_four_times() -> None:
+    calls = []
+
+    def quantize(tensor, **kwargs):
+        calls.append(tensor)
+        return f"quantized {tensor}"
+
+    emu = SimpleNamespace(quantize_nvfp4=quantize, quantize_nvfp4_columnwise=quantize)
+    perturb.TORCH_REF["torchref-slow-quantize"](emu)
+    assert emu.quantize_nvfp4("x") == "quantized x" and emu.quantize_nvfp4_columnwise("y") == "quantized y"
+    assert calls == ["x"] * 4 + ["y"] * 4
