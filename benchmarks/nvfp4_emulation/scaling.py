@@ -18,9 +18,20 @@ RECIPROCAL_E2M1_MAX = torch.tensor(1.0 / E2M1_MAX, dtype=torch.float32).item()  
 GLOBAL_DECODE_FACTOR = torch.tensor(1.0 / GLOBAL_SCALE_NUMERATOR, dtype=torch.float32).item()  # f32(1/2688)
 
 
+def exact_div(numerator: torch.Tensor | float, denominator: torch.Tensor | float) -> torch.Tensor:
+    """float32 ``numerator / denominator`` correctly rounded on every backend: divided in float64, then
+    rounded to float32, which is exact for a quotient (53 >= 2 * 24 + 2 bits). Triton's float32 division,
+    which torch.compile emits on GPUs, may be 2 ulp off (div.full.f32); one ulp of an encode scale moves
+    block scales across E4M3 rounding boundaries, and compiled torch-ref would differ from eager."""
+    def wide(value: torch.Tensor | float) -> torch.Tensor | float:
+        return value.to(torch.float64) if isinstance(value, torch.Tensor) else float(value)
+
+    return torch.div(wide(numerator), wide(denominator)).to(torch.float32)
+
+
 def global_encode_scale(global_amax: torch.Tensor) -> torch.Tensor:
     """``2688 / amax`` in float32, capped at float32 max (amax 0) and replaced by 1 when it is 0."""
-    scale = torch.div(GLOBAL_SCALE_NUMERATOR, global_amax.to(torch.float32)).clamp_(max=FP32_MAX)
+    scale = exact_div(GLOBAL_SCALE_NUMERATOR, global_amax.to(torch.float32)).clamp_(max=FP32_MAX)
     return torch.where(scale == 0.0, 1.0, scale)
 
 
@@ -35,8 +46,8 @@ def block_decode_scales(block_amax: torch.Tensor, encode_scale: torch.Tensor) ->
 def block_encode_scales(decode_scales: torch.Tensor, encode_scale: torch.Tensor) -> torch.Tensor:
     """float32 factor that maps a block onto the E2M1 grid: ``1 / (decode_e4m3 * (1 / global_encode))``,
     capped at float32 max (a zero block scale gives the cap; its values still decode to zero)."""
-    global_decode = torch.reciprocal(encode_scale)
-    return torch.reciprocal(decode_scales.to(torch.float32) * global_decode).clamp_(max=FP32_MAX)
+    global_decode = exact_div(1.0, encode_scale)
+    return exact_div(1.0, decode_scales.to(torch.float32) * global_decode).clamp_(max=FP32_MAX)
 
 
 def dequantize_factors(decode_scales: torch.Tensor, global_amax: torch.Tensor) -> torch.Tensor:
