@@ -92,8 +92,7 @@ def hodges_lehmann_shift(base: np.ndarray, head: np.ndarray, confidence: float) 
 
 def within_run_sigma(samples: np.ndarray) -> float:
     """Robust spread of one run's samples in log units (scaled median absolute deviation)."""
-    logs = np.log(samples)
-    return float(1.4826 * np.median(np.abs(logs - np.median(logs))))
+    return float(stats.median_abs_deviation(np.log(samples), scale="normal"))
 
 
 def assumed_between_run_sigma(base: np.ndarray, head: np.ndarray, floor: float) -> float:
@@ -113,8 +112,7 @@ def family_between_run_sigmas(
     sigmas = {}
     for family, values in changes.items():
         if len(values) >= config.min_family_cases:
-            logs = np.asarray(values)
-            spread = 1.4826 * float(np.median(np.abs(logs - np.median(logs))))
+            spread = float(stats.median_abs_deviation(values, scale="normal"))
             sigmas[family] = _FamilyNoise(spread / np.sqrt(2.0), MAD_EFFICIENCY * (len(values) - 1))
     return sigmas
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def from_samples(name: str, process_medians: np.ndarray, within_cv: float) -> No
     """A profile fitted to real process medians: robust core spread, outliers beyond 3 robust sigmas."""
     logs = np.log(np.asarray(process_medians, dtype=float))
     centre = np.median(logs)
-    core = 1.4826 * float(np.median(np.abs(logs - centre)))
+    core = float(stats.median_abs_deviation(logs, scale="normal"))
     outlying = logs - centre > 3 * core
     bumps = np.expm1(logs[outlying] - centre) if outlying.any() else np.array([0.0])
     return NoiseProfile(
