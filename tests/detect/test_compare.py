@@ -100,24 +100,18 @@ def test_families_of_fewer_cases_than_the_minimum_lend_nothing():
 
 
 def _timings(folder: str) -> dict[tuple[str, tuple[str, ...]], list[float]]:
-    """(benchmark, params) -> samples of every timed case in the one asv results file of a fixture folder."""
-    import itertools
-    import json
+    """(benchmark, param reprs) -> samples of every timed case in the one asv results file of a fixture
+    folder, read by the service's own parser."""
     from pathlib import Path
+
+    from tewatch.ingest.asv_files import parse_results
 
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / folder
     path = next(p for p in fixtures.glob("*/*.json") if p.name != "machine.json")
-    raw = json.loads(path.read_text().replace("NaN", "null"))
-    columns = raw["result_columns"]
-    timings = {}
-    for benchmark, row in raw["results"].items():
-        if len(row) <= columns.index("samples") or not benchmark.endswith("track_seconds"):
-            continue
-        combos = itertools.product(*row[columns.index("params")])
-        for combo, samples in zip(combos, row[columns.index("samples")]):
-            if samples:
-                timings[(benchmark, combo)] = [x for x in samples if x is not None]
-    return timings
+    return {(benchmark.name, combo.param_reprs): combo.samples
+            for benchmark in parse_results(path.read_bytes(), path.name).benchmarks
+            if benchmark.name.endswith("track_seconds")
+            for combo in benchmark.combos if combo.samples}
 
 
 def test_two_real_h200_runs_differ_only_where_the_pull_request_changed_te():
