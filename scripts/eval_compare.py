@@ -1,9 +1,11 @@
 """Pull-request comparisons without history, on replayed H200 noise: false verdicts and recall with and
 without each benchmark's spread of level changes as the run-to-run noise (detector 2.2 and 2.1's rule).
 
-Each sweep is one family of CASES cases (one benchmark), two processes per case drawn from an H200 noise
-profile (service/detect/noise.py: a process level, then tight samples around it); a quarter of the
-cases really change by the given step in the head run. Prints one row per profile and step.
+Each sweep is one family of CASES cases (one benchmark), two processes per case drawn from a noise profile
+(a process level, then tight samples around it): the H200 probe's (service/detect/noise.py), and profiles
+fitted to the kept H200 runs of TE 2.20.2 (tests/fixtures: four runs of each quick-profile case on three
+lent machines). A quarter of the cases really change by the given step in the head run. Prints one row
+per profile and step.
 
     .venv/bin/python scripts/eval_compare.py --sweeps 200 --cases 24
 """
@@ -11,16 +13,40 @@ cases really change by the given step in the head run. Prints one row per profil
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 from tewatch.detect.compare import CompareVerdict, compare_sweep
-from tewatch.detect.noise import H200_PROFILES, NoiseProfile
+from tewatch.detect.noise import H200_PROFILES, NoiseProfile, from_samples
+from tewatch.ingest.asv_files import parse_results
+
+KEPT_RUNS = ("h200-full", "h200-quick", "h200-campaign/base-results", "h200-quick-rerun")
+FAMILIES = {"quantize": "quantize.Quantize.track_seconds", "gemm": "gemm.Gemm.track_seconds",
+            "linear": "linear.LinearFwdBwd.track_seconds"}
 
 STEPS = (0.0, 0.05, 0.10, 0.30)
 SAMPLES = 50
 FLAGGED = (CompareVerdict.regression, CompareVerdict.improvement)
+
+
+def kept_profiles(fixtures: Path) -> dict[str, NoiseProfile]:
+    """Per family, the process medians of every case that all kept runs timed, each divided by that case's
+    median over the runs, pooled; and the median spread of a run's samples."""
+    runs = []
+    for folder in KEPT_RUNS:
+        path = next(p for p in (fixtures / folder).glob("*/*.json") if p.name != "machine.json")
+        runs.append({(b.name, c.param_reprs): np.asarray(c.samples)
+                     for b in parse_results(path.read_bytes(), path.name).benchmarks for c in b.combos if c.samples})
+    profiles = {}
+    for name, benchmark in FAMILIES.items():
+        keys = [k for k in runs[0] if k[0] == benchmark and all(k in run for run in runs)]
+        medians = np.array([[np.median(run[k]) for run in runs] for k in keys])
+        spreads = [np.std(np.log(run[k])) for k in keys for run in runs]
+        profiles[f"{name} (kept runs)"] = from_samples(
+            name, (medians / np.median(medians, axis=1, keepdims=True)).ravel(), float(np.median(spreads)))
+    return profiles
 
 
 def sweep(profile: NoiseProfile, cases: int, step: float, rng: np.random.Generator) -> tuple[list, np.ndarray]:
@@ -59,7 +85,8 @@ def main() -> None:
                         f"{SAMPLES} samples a run, a quarter of the cases changed")
     for column in ("profile", "step", "false/sweep 2.1", "false/sweep 2.2", "recall 2.1", "recall 2.2"):
         table.add_column(column, justify="right")
-    for name, profile in H200_PROFILES.items():
+    fixtures = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+    for name, profile in {**H200_PROFILES, **kept_profiles(fixtures)}.items():
         for step in STEPS:
             result = score(profile, args.cases, step, args.sweeps, args.seed)
             recall = [f"{result[r][1] * 100:.0f} %" if step else "" for r in ("2.1", "2.2")]
