@@ -64,7 +64,7 @@ class PrOverlay:
 
 
 COMPARISON_FIELDS = ("verdict", "baseline", "head", "effect", "ci_low", "ci_high", "p_value", "q_value", "n_base",
-                     "n_head", "between_run_sigma", "min_effect", "head_run_id", "base_run_ids")
+                     "n_head", "between_run_sigma", "noise_source", "min_effect", "head_run_id", "base_run_ids")
 
 
 @dataclass

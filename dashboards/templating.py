@@ -38,6 +38,18 @@ def format_effect(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:+.1f} %"
 
 
+NOISE_SOURCE_WORDS = {  # tewatch.detect.compare.NoiseSource
+    "history": "from the series' history",
+    "samples": "from the runs' own samples",
+    "benchmark": "from the spread of the benchmark's cases in this comparison",
+    "floor": "the assumed floor",
+}
+
+
+def describe_noise_source(source: str | None) -> str:
+    return NOISE_SOURCE_WORDS.get(source or "", "")
+
+
 def format_time(value: datetime | None) -> str:
     if value is None:
         return "—"
@@ -71,7 +83,7 @@ def make_templates() -> Jinja2Templates:
     env.lstrip_blocks = True
     env.filters.update(
         value=format_value, ratio=format_ratio, effect=format_effect, when=format_time, sha=short_sha,
-        status_class=css_class,
+        status_class=css_class, noise_source=describe_noise_source,
     )
     env.globals.update(query_string=query_string, static=static_url)
     return templates

@@ -127,6 +127,8 @@ class ComparisonOut(_Rows):
     q_value: float | None
     n_base: int
     n_head: int
+    between_run_sigma: float | None
+    noise_source: str | None
     min_effect: float
     detector_version: str
 

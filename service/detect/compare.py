@@ -37,6 +37,15 @@ from tewatch.detect.fdr import benjamini_hochberg
 MAD_EFFICIENCY = 0.37
 
 
+class NoiseSource(str, enum.Enum):
+    """Where a comparison's run-to-run noise came from."""
+
+    history = "history"  # the series' own history on the base branch
+    samples = "samples"  # the spread of either run's samples
+    benchmark = "benchmark"  # the spread of the level changes of the benchmark's cases in the comparison
+    floor = "floor"  # the configured floor
+
+
 class CompareVerdict(str, enum.Enum):
     regression = "regression"
     improvement = "improvement"
@@ -60,6 +69,7 @@ class Comparison:
     n_head: int
     between_run_sigma: float
     min_effect: float
+    noise_source: NoiseSource
 
 
 @dataclass(frozen=True)
@@ -155,26 +165,29 @@ def compare_sweep(
     families = list(families) if families is not None else [None] * len(pairs)
     family_sigmas = family_between_run_sigmas(cleaned, families, config)
     shifts: list[_Shift | None] = []
-    betweens = []
+    betweens: list[tuple[float, NoiseSource]] = []
     for (base, head), (_, _, _, sigma), family in zip(cleaned, pairs, families):
         if min(len(base), len(head)) < config.min_samples:
             shifts.append(None)
-            betweens.append(config.between_run_sigma if sigma is None else sigma)
+            betweens.append((config.between_run_sigma, NoiseSource.floor) if sigma is None
+                            else (sigma, NoiseSource.history))
             continue
         degrees_of_freedom = np.inf
         if sigma is None:
             between = assumed_between_run_sigma(base, head, config.between_run_sigma)
+            source = NoiseSource.samples if between > config.between_run_sigma else NoiseSource.floor
             family_noise = family_sigmas.get(family)
             if family_noise is not None and family_noise.sigma > between:
                 between, degrees_of_freedom = family_noise.sigma, family_noise.degrees_of_freedom
+                source = NoiseSource.benchmark
         else:
-            between = max(sigma, 0.0)
-        betweens.append(between)
+            between, source = max(sigma, 0.0), NoiseSource.history
+        betweens.append((between, source))
         shifts.append(measure_shift(base, head, between, config.confidence, degrees_of_freedom))
     tested = [s.p_value for s in shifts if s is not None]
     q_values = iter(benjamini_hochberg(tested)) if tested else iter(())
     results = []
-    for (base, head), shift, between, (_, _, higher_better, _) in zip(cleaned, shifts, betweens, pairs):
+    for (base, head), shift, (between, source), (_, _, higher_better, _) in zip(cleaned, shifts, betweens, pairs):
         baseline = float(np.median(base)) if len(base) else float("nan")
         head_level = float(np.median(head)) if len(head) else float("nan")
         if shift is None:
@@ -182,7 +195,7 @@ def compare_sweep(
                 Comparison(
                     CompareVerdict.inconclusive, baseline, head_level, float("nan"), float("nan"),
                     float("nan"), float("nan"), float("nan"), len(base), len(head), between,
-                    config.min_effect,
+                    config.min_effect, source,
                 )
             )
             continue
@@ -204,6 +217,7 @@ def compare_sweep(
                 n_head=len(head),
                 between_run_sigma=between,
                 min_effect=config.min_effect,
+                noise_source=source,
             )
         )
     return results

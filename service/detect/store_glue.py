@@ -328,7 +328,8 @@ def compare_pull_request(
             ci_low=nan_to_none(comparison.ci_low), ci_high=nan_to_none(comparison.ci_high),
             p_value=nan_to_none(comparison.p_value), q_value=nan_to_none(comparison.q_value),
             n_base=comparison.n_base, n_head=comparison.n_head,
-            between_run_sigma=nan_to_none(comparison.between_run_sigma), min_effect=comparison.min_effect,
+            between_run_sigma=nan_to_none(comparison.between_run_sigma), noise_source=comparison.noise_source.value,
+            min_effect=comparison.min_effect,
             detector_version=DETECTOR_VERSION, config=config.as_dict(),
         )
         session.add(row)

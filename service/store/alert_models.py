@@ -99,6 +99,8 @@ class PrComparison(Base):
     n_base: Mapped[int] = mapped_column(Integer, default=0)
     n_head: Mapped[int] = mapped_column(Integer, default=0)
     between_run_sigma: Mapped[float | None] = mapped_column(Float)
+    # where between_run_sigma came from (tewatch.detect.compare.NoiseSource); null before detector 2.2
+    noise_source: Mapped[str | None] = mapped_column(String(16))
     min_effect: Mapped[float] = mapped_column(Float)
     detector_version: Mapped[str] = mapped_column(String(120))
     config: Mapped[dict] = mapped_column(JSON, default=dict)

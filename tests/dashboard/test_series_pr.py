@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from tewatch.dashboards.templating import NOISE_SOURCE_WORDS
+
 from tests.conftest import LiveServer, served_sqlite
 from tests.dashboard.conftest import screenshot
 from tests.service.uploads import parts_of, post_run, tiny_run
@@ -114,6 +116,11 @@ def test_series_page_with_pr_draws_the_head_samples_and_the_comparison(series_pr
     base = data["points"][0]
     assert head["value"] == pytest.approx(base["value"] * SLOWDOWN)
     assert data["pr"]["comparison"]["verdict"] == "regression"
+    # one base run, no history: the noise is the runs' own spread, the floor or the benchmark's other cases
+    source = data["pr"]["comparison"]["noise_source"]
+    assert source in ("samples", "floor", "benchmark") and comparison["noise_source"] == source
+    assert comparison["between_run_sigma"] == pytest.approx(data["pr"]["comparison"]["between_run_sigma"])
+    assert NOISE_SOURCE_WORDS[source] in page.inner_text("#pr-sigma")
 
     panel = page.locator("#pr-comparison")
     assert panel.get_attribute("data-verdict") == "regression"

@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from tewatch.detect.compare import CompareVerdict, compare_sweep
+from tewatch.detect.compare import CompareVerdict, NoiseSource, compare_sweep
 from tewatch.detect.config import CompareConfig
 from tewatch.detect.fdr import benjamini_hochberg
 
@@ -18,9 +18,11 @@ def test_verdicts_on_samples():
         (base, samples(1.05, 0.01, 60, 5), False, 0.08),  # 5 % but runs wander by 8 %
         (base, samples(1.10, 0.01, 3, 6), False, 0.005),  # too few samples
     ]
-    verdicts = [c.verdict for c in compare_sweep(pairs)]
-    assert verdicts == [CompareVerdict.regression, CompareVerdict.improvement, CompareVerdict.unchanged,
-                        CompareVerdict.inconclusive, CompareVerdict.inconclusive]
+    results = compare_sweep(pairs)
+    assert [c.verdict for c in results] == [CompareVerdict.regression, CompareVerdict.improvement,
+                                            CompareVerdict.unchanged, CompareVerdict.inconclusive,
+                                            CompareVerdict.inconclusive]
+    assert {c.noise_source for c in results} == {NoiseSource.history}
 
 
 def test_higher_is_better_flips_the_verdict_and_the_interval_covers_the_effect():
@@ -72,7 +74,7 @@ def test_the_family_prior_keeps_process_levels_of_tight_samples_quiet():
     pooled = compare_sweep(pairs, families=["linear"] * 30)
     assert sum(v in (CompareVerdict.regression, CompareVerdict.improvement) for v in alone) >= 5
     assert all(c.verdict is CompareVerdict.inconclusive for c in pooled)
-    assert all(0.07 < c.between_run_sigma < 0.14 for c in pooled)
+    assert all(0.07 < c.between_run_sigma < 0.14 and c.noise_source is NoiseSource.benchmark for c in pooled)
 
 
 def test_a_change_of_every_case_of_a_family_is_still_found():
@@ -97,6 +99,7 @@ def test_families_of_fewer_cases_than_the_minimum_lend_nothing():
     pairs = [(_process(0.2, 0.01, 50, rng), _process(0.2, 0.01, 50, rng), False, None) for _ in range(4)]
     results = compare_sweep(pairs, CompareConfig(min_family_cases=5), families=["rht"] * 4)
     assert all(c.between_run_sigma < 0.05 for c in results)
+    assert {c.noise_source for c in results} <= {NoiseSource.samples, NoiseSource.floor}
 
 
 def _timings(folder: str) -> dict[tuple[str, tuple[str, ...]], list[float]]:
