@@ -14,7 +14,7 @@ from __future__ import annotations
 import abc
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from benchmarks.harness import gates, records
@@ -42,12 +42,12 @@ LONG_SPAN_MAX_SAMPLES = 1000
 
 
 def sample_plan(profile: Profile, prepared: Prepared) -> TimingPlan:
-    if prepared.sample_seconds:
-        return TimingPlan(budget_s=max(profile.sample_budget_s, prepared.sample_seconds),
-                          min_samples=profile.min_samples, max_samples=LONG_SPAN_MAX_SAMPLES,
-                          flush_l2=prepared.flush_l2)
-    return TimingPlan(budget_s=profile.sample_budget_s, min_samples=profile.min_samples,
+    plan = TimingPlan(budget_s=profile.sample_budget_s, min_samples=profile.min_samples,
                       max_samples=profile.max_samples, flush_l2=prepared.flush_l2)
+    if prepared.sample_seconds:
+        return replace(plan, budget_s=max(plan.budget_s, prepared.sample_seconds),
+                       max_samples=LONG_SPAN_MAX_SAMPLES)
+    return plan
 
 
 class Case(abc.ABC):
