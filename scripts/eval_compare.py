@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from tewatch.detect.compare import CompareVerdict, compare_sweep
 from tewatch.detect.noise import H200_PROFILES, NoiseProfile, from_samples
-from tewatch.ingest.asv_files import parse_results
+from tewatch.ingest.asv_files import samples_by_case
 
 KEPT_RUNS = ("h200-full", "h200-quick", "h200-campaign/base-results", "h200-quick-rerun")
 FAMILIES = {"quantize": "quantize.Quantize.track_seconds", "gemm": "gemm.Gemm.track_seconds",
@@ -34,11 +34,7 @@ FLAGGED = (CompareVerdict.regression, CompareVerdict.improvement)
 def kept_profiles(fixtures: Path) -> dict[str, NoiseProfile]:
     """Per family, the process medians of every case that all kept runs timed, each divided by that case's
     median over the runs, pooled; and the median spread of a run's samples."""
-    runs = []
-    for folder in KEPT_RUNS:
-        path = next(p for p in (fixtures / folder).glob("*/*.json") if p.name != "machine.json")
-        runs.append({(b.name, c.param_reprs): np.asarray(c.samples)
-                     for b in parse_results(path.read_bytes(), path.name).benchmarks for c in b.combos if c.samples})
+    runs = [samples_by_case(fixtures / folder) for folder in KEPT_RUNS]
     profiles = {}
     for name, benchmark in FAMILIES.items():
         keys = [k for k in runs[0] if k[0] == benchmark and all(k in run for run in runs)]

@@ -8,8 +8,10 @@ import itertools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from tewatch.ingest.discover import DiscoveryError, find_runs
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.jsonfile import load_json_object
 
@@ -254,3 +256,14 @@ def parse_machine(content: bytes, file: str = "machine") -> dict[str, str]:
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             raise IngestError(f"expected a string, got {value!r}", file=file, field=key)
     return {key: str(value) for key, value in machine.items()}
+
+
+def samples_by_case(results_dir: Path) -> dict[tuple[str, tuple[str, ...]], list[float]]:
+    """(benchmark, param reprs) -> samples, for every combination with samples of the one run in an asv
+    results folder."""
+    runs = find_runs(results_dir)
+    if len(runs) != 1:
+        raise DiscoveryError(f"{results_dir} must hold exactly one run, found {len(runs)}")
+    parsed = parse_results(runs[0].result.read_bytes(), runs[0].result.name)
+    return {(benchmark.name, combo.param_reprs): combo.samples
+            for benchmark in parsed.benchmarks for combo in benchmark.combos if combo.samples}

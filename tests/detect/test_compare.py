@@ -103,18 +103,13 @@ def test_families_of_fewer_cases_than_the_minimum_lend_nothing():
 
 
 def _timings(folder: str) -> dict[tuple[str, tuple[str, ...]], list[float]]:
-    """(benchmark, param reprs) -> samples of every timed case in the one asv results file of a fixture
-    folder, read by the service's own parser."""
+    """(benchmark, param reprs) -> samples of every timed case of the run kept in a fixture folder."""
     from pathlib import Path
 
-    from tewatch.ingest.asv_files import parse_results
+    from tewatch.ingest.asv_files import samples_by_case
 
-    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / folder
-    path = next(p for p in fixtures.glob("*/*.json") if p.name != "machine.json")
-    return {(benchmark.name, combo.param_reprs): combo.samples
-            for benchmark in parse_results(path.read_bytes(), path.name).benchmarks
-            if benchmark.name.endswith("track_seconds")
-            for combo in benchmark.combos if combo.samples}
+    samples = samples_by_case(Path(__file__).resolve().parents[1] / "fixtures" / folder)
+    return {key: values for key, values in samples.items() if key[0].endswith("track_seconds")}
 
 
 def test_two_real_h200_runs_differ_only_where_the_pull_request_changed_te():
