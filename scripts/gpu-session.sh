@@ -14,6 +14,9 @@
 #      then the distributed suite on both GPUs, world sizes 1 and 2 (`distributed`).
 #   campaign (kind nvidia-h200): the campaign alone, then the harness against do_bench on the idle GPU
 #        (`harness`).
+#   ab (kind nvidia-h200): the emulation's CUDA tests (`cuda_tests`), then an A/B campaign in rounds
+#        (`campaign_ab`): base, head with the four sized slowdowns, and an A/A arm of the base's own code,
+#        interleaved round by round until the deadline, uploaded as pull requests 1 and 2.
 # `campaign`: the quick profile on TE as installed (its base run, timed as a whole) and, as pull request
 # 1 on the same GPU, again with two documented changes applied at import.
 # Every results folder has its own inductor cache (tewatch run's default), so compile times stay cold.
@@ -23,6 +26,7 @@ budget=${2:-540}
 plan_name=${3:-x2}
 results=.gpu-results
 perturb=te-ref-slow-quantize,fp8-current-collapsed-transpose
+perturb_ab=gemm-slower-5,te-ref-quantize-slower-6,te-ref-rht-slower-12,fp8-current-extra-pass
 
 job() {  # job NAME COMMAND...: run one job, log it, mark it done with its exit code and wall time
   local name=$1 t0=$SECONDS
@@ -58,9 +62,17 @@ plan_campaign() {
   CUDA_VISIBLE_DEVICES=0 job harness python3 scripts/bench_harness.py --repeats 20
 }
 
+plan_ab() {
+  compile_threads=$(nproc)
+  CUDA_VISIBLE_DEVICES=0 job cuda_tests python3 -m pytest -q -p no:cacheprovider tests/emulation/test_cuda.py
+  CUDA_VISIBLE_DEVICES=0 job campaign_ab timeout --signal=INT --kill-after=30 1500 \
+    python3 -m tewatch campaign --profile quick --perturb "$perturb_ab" --pr 1 --aa --rounds 3 \
+    --deadline "${AB_DEADLINE:-1150}" --out "$results/campaign_ab"
+}
+
 pack() {
   local name
-  for name in full campaign distributed harness; do
+  for name in full campaign distributed harness cuda_tests campaign_ab; do
     if [[ -f $results/$name.done && ! -f $results/$name.packed ]]; then
       tar czf "$OUT/$name.tar.gz" -C "$results" --exclude=.inductor-cache --ignore-failed-read "$name" \
         "$name.log" "$name.done" \
@@ -84,7 +96,7 @@ case $cmd in
     source scripts/gpu-env.sh || exit 1
     nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm --format=csv,noheader
     nvidia-smi topo -m
-    [[ $(type -t "plan_$plan_name") == function ]] || { echo "no plan $plan_name (x2, campaign)" >&2; exit 2; }
+    [[ $(type -t "plan_$plan_name") == function ]] || { echo "no plan $plan_name (x2, campaign, ab)" >&2; exit 2; }
     setsid bash -c "source scripts/gpu-session.sh plan-only; plan_$plan_name; touch $results/plan.finished" \
       >"$results/plan.log" 2>&1 </dev/null &
     budget=$((budget - SECONDS))
@@ -93,5 +105,5 @@ case $cmd in
     export PYTHONPATH=/tmp/tewatch-path:$PWD${PYTHONPATH:+:$PYTHONPATH}
     wait_for_plan ;;
   plan-only) ;;  # sourced by the background shell for its functions
-  *) echo "usage: $0 start [SECONDS] [x2|campaign] | wait [SECONDS]" >&2; exit 2 ;;
+  *) echo "usage: $0 start [SECONDS] [x2|campaign|ab] | wait [SECONDS]" >&2; exit 2 ;;
 esac

@@ -12,14 +12,15 @@ a `Prepared` and adds its checks to `self.record`.
 from __future__ import annotations
 
 import abc
+import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from benchmarks.harness import gates, records
+from benchmarks.harness import gates, perturb, records
 from benchmarks.harness.profiles import Profile, current_profile
-from benchmarks.harness.timing import Timing, TimingPlan, measure
+from benchmarks.harness.timing import Timing, TimingPlan, kernel_samples, measure
 
 
 class Unsupported(NotImplementedError):
@@ -36,6 +37,8 @@ class Prepared:
     # a call whose time follows the GPU's clock under its power limit: the samples span at least this
     # many seconds (up to LONG_SPAN_MAX_SAMPLES of them), whatever the profile's budget and cap
     sample_seconds: float | None = None
+    # kernel time from CUPTI beside the event time (GPU only); off where a profiler cannot follow the call
+    kernel_time: bool = True
 
 
 LONG_SPAN_MAX_SAMPLES = 1000
@@ -110,18 +113,38 @@ class Case(abc.ABC):
         plan = sample_plan(profile, self.prepared)
         nvml = _open_nvml() if self.prepared.device == "cuda" else None
         states = [nvml.sample()] if nvml else []
+        perturb.touched.clear()
         try:
             timing = measure(self.prepared.fn, self.prepared.device, plan)
         except BaseException as exc:
             self.record.add(records.from_exception("timing", exc))
             records.write_record(self.record)
             raise
+        self.record.perturbations = dict(perturb.touched)
         if nvml:
             states.append(nvml.sample())
+        if self.prepared.device == "cuda" and self.prepared.kernel_time:
+            self._kernel_time(timing, plan)
         self._finish(timing, states)
         return timing.asv_payload()
 
     track_seconds.unit = "seconds"  # type: ignore[attr-defined]
+
+    def _kernel_time(self, timing: Timing, plan: TimingPlan) -> None:
+        """Kernel time per call beside the event time, and the host's share as its own metric. A profiler
+        that cannot run here costs the case its kernel time, never its verdict."""
+        assert self.prepared is not None
+        try:
+            kernels = kernel_samples(self.prepared.fn, plan)
+        except Exception as exc:  # noqa: BLE001 - CUPTI unavailable, or busy in another profiler
+            self.record.notes.append(f"no kernel time: {type(exc).__name__}: {exc}"[:500])
+            return
+        if not kernels:
+            self.record.notes.append("no kernel time: the calls' device activities could not be told apart")
+            return
+        kernel = statistics.median(kernels)
+        self.record.metric("kernel_seconds", kernel, "seconds", samples=kernels)
+        self.record.metric("host_overhead_seconds", max(timing.median - kernel, 0.0), "seconds")
 
     def _finish(self, timing: Timing, states: list[dict[str, Any]]) -> None:
         from benchmarks.harness.gpu_state import collect_series

@@ -17,6 +17,19 @@ expects the service to flag exactly what they break. Each one imitates a real cl
 - `fp8-current-collapsed-transpose` (correctness): Float8CurrentScalingQuantizer predicts a 2D
   `_transpose` buffer for tracing at rank >= 3 while the kernel allocates it N-D: the shape-contract
   mismatch of NVFP4 (TE issue #3626), moved to FP8 current scaling, so it shows on Hopper too.
+
+Changes of a chosen size, the smallest a pull request should still be told about (each call takes that
+share longer: a delay on the device after the call, sized from the call's own time measured in the
+process, the way a kernel that does more work would):
+
+- `gemm-slower-5`: TE's general_gemm as the GEMM suite calls it, +5 %.
+- `te-ref-quantize-slower-6`: NVFP4QuantizerRef.quantize, +6 % (also inside te.Linear's NVFP4 reference
+  recipe).
+- `te-ref-rht-slower-12`: NVFP4QuantizerRef._apply_rht, +12 % (also inside the reference quantize with RHT).
+- `fp8-current-extra-pass` (not a delay): Float8CurrentScalingQuantizer reads its input once more for its
+  amax before quantizing, a redundant pass (quantize suite and te.Linear with FP8 current scaling).
+
+Every patched call counts itself in `touched`, so a case can say which perturbations its timed call ran.
 """
 
 from __future__ import annotations
@@ -24,10 +37,16 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Callable
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Hashable
 from typing import Any
 
 ENV = "TEWATCH_PERTURB"
+# perturbation name -> patched calls since the last reset (benchmarks.harness.case reads it per timing)
+touched: Counter[str] = Counter()
+CALIBRATION_CALLS = 5
 
 
 def requested() -> set[str]:
@@ -39,9 +58,10 @@ def requested() -> set[str]:
     return names
 
 
-def _with_extra_passes(original: Callable, extra: int = 1) -> Callable:
+def _with_extra_passes(name: str, original: Callable, extra: int = 1) -> Callable:
     @functools.wraps(original)
     def with_extra_passes(x: Any, *args: Any, **kwargs: Any) -> Any:
+        touched[name] += 1
         for _ in range(extra):
             original(x, *args, **kwargs)
         return original(x, *args, **kwargs)
@@ -49,9 +69,91 @@ def _with_extra_passes(original: Callable, extra: int = 1) -> Callable:
     return with_extra_passes
 
 
+class _CudaClock:
+    """Times a call on the current CUDA stream and delays the stream by a given time (a spin kernel)."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self.torch = torch
+        self.cycles_per_second = self._calibrate()
+
+    def elapsed(self, call: Callable[[], Any]) -> float:
+        start = self.torch.cuda.Event(enable_timing=True)
+        end = self.torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+
+    def _calibrate(self) -> float:
+        cycles = 2_000_000
+        self.torch.cuda._sleep(cycles)  # first launch loads the kernel
+        seconds = min(self.elapsed(lambda: self.torch.cuda._sleep(cycles)) for _ in range(3))
+        return cycles / seconds
+
+    def delay(self, seconds: float) -> None:
+        self.torch.cuda._sleep(max(int(seconds * self.cycles_per_second), 1))
+
+
+class _HostClock:
+    """The same on the host, for a call without CUDA: perf_counter and a busy wait."""
+
+    @staticmethod
+    def elapsed(call: Callable[[], Any]) -> float:
+        t0 = time.perf_counter()
+        call()
+        return time.perf_counter() - t0
+
+    @staticmethod
+    def delay(seconds: float) -> None:
+        until = time.perf_counter() + seconds
+        while time.perf_counter() < until:
+            pass
+
+
+def _default_clock() -> Any:
+    import torch
+
+    return _CudaClock() if torch.cuda.is_available() else _HostClock()
+
+
+def _shape_key(args: tuple, kwargs: dict) -> Hashable:
+    return tuple(tuple(getattr(a, "shape", ())) for a in (*args, *kwargs.values()))
+
+
+def slower_by(name: str, original: Callable, fraction: float,
+              clock_factory: Callable[[], Any] = _default_clock) -> Callable:
+    """`original`, taking `fraction` longer: the first calls of each input shape measure it (median of
+    CALIBRATION_CALLS), every call after them is followed by a delay of that share."""
+    clock = None
+    delays: dict[Hashable, float] = {}
+    measured: dict[Hashable, list[float]] = {}
+
+    @functools.wraps(original)
+    def slower(*args: Any, **kwargs: Any) -> Any:
+        nonlocal clock
+        touched[name] += 1
+        key = _shape_key(args, kwargs)
+        if key in delays:
+            out = original(*args, **kwargs)
+            clock.delay(delays[key])
+            return out
+        clock = clock or clock_factory()
+        result: list[Any] = []
+        times = measured.setdefault(key, [])
+        times.append(clock.elapsed(lambda: result.append(original(*args, **kwargs))))
+        if len(times) >= CALIBRATION_CALLS:
+            delays[key] = fraction * statistics.median(times)
+        return result[0]
+
+    return slower
+
+
 def _slow_quantize(emu: Any) -> None:
     for name in ("quantize_nvfp4", "quantize_nvfp4_columnwise"):
-        setattr(emu, name, _with_extra_passes(getattr(emu, name), extra=3))
+        setattr(emu, name, _with_extra_passes("torchref-slow-quantize", getattr(emu, name), extra=3))
 
 
 def _rank3_dequantize(emu: Any) -> None:
@@ -59,6 +161,7 @@ def _rank3_dequantize(emu: Any) -> None:
 
     @functools.wraps(original)
     def mixed_up(q: Any, *args: Any, **kwargs: Any) -> Any:
+        touched["torchref-rank3-dequantize"] += 1
         out = original(q, *args, **kwargs)
         if out.dim() >= 3 and out.shape[0] > 1:
             return out.roll(1, dims=0)
@@ -75,6 +178,7 @@ def _te_ref_extra_sync(te: Any) -> None:
 
     @functools.wraps(original)
     def synchronised(self: Any, tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        touched["te-ref-extra-sync"] += 1
         torch.cuda.synchronize()
         return original(self, tensor.clone(), *args, **kwargs)
 
@@ -83,7 +187,7 @@ def _te_ref_extra_sync(te: Any) -> None:
 
 def _te_ref_slow_quantize(te: Any) -> None:
     cls = te.ref.NVFP4QuantizerRef
-    cls.quantize = _with_extra_passes(cls.quantize)
+    cls.quantize = _with_extra_passes("te-ref-slow-quantize", cls.quantize)
 
 
 def _fp8_current_collapsed_transpose(te: Any) -> None:
@@ -101,6 +205,34 @@ def _fp8_current_collapsed_transpose(te: Any) -> None:
     cls.inner_tensor_specs = collapsed
 
 
+def _gemm_slower(te: Any) -> None:
+    te.general_gemm = slower_by("gemm-slower-5", te.general_gemm, 0.05)
+
+
+def _te_ref_quantize_slower(te: Any) -> None:
+    cls = te.ref.NVFP4QuantizerRef
+    cls.quantize = slower_by("te-ref-quantize-slower-6", cls.quantize, 0.06)
+
+
+def _te_ref_rht_slower(te: Any) -> None:
+    cls = te.ref.NVFP4QuantizerRef
+    cls._apply_rht = slower_by("te-ref-rht-slower-12", cls._apply_rht, 0.12)
+
+
+def _fp8_current_extra_pass(te: Any) -> None:
+    cls = te.te.Float8CurrentScalingQuantizer
+    for method in ("quantize_impl", "update_quantized"):
+        original = getattr(cls, method)
+
+        def with_extra_pass(self: Any, tensor: Any, *args: Any, _original: Callable = original,
+                            **kwargs: Any) -> Any:
+            touched["fp8-current-extra-pass"] += 1
+            tensor.abs().amax()  # the redundant read of the input
+            return _original(self, tensor, *args, **kwargs)
+
+        setattr(cls, method, functools.wraps(original)(with_extra_pass))
+
+
 TORCH_REF: dict[str, Callable[[Any], None]] = {
     "torchref-slow-quantize": _slow_quantize,
     "torchref-rank3-dequantize": _rank3_dequantize,
@@ -109,6 +241,10 @@ TE: dict[str, Callable[[Any], None]] = {
     "te-ref-extra-sync": _te_ref_extra_sync,
     "te-ref-slow-quantize": _te_ref_slow_quantize,
     "fp8-current-collapsed-transpose": _fp8_current_collapsed_transpose,
+    "gemm-slower-5": _gemm_slower,
+    "te-ref-quantize-slower-6": _te_ref_quantize_slower,
+    "te-ref-rht-slower-12": _te_ref_rht_slower,
+    "fp8-current-extra-pass": _fp8_current_extra_pass,
 }
 
 

@@ -108,6 +108,9 @@ class CaseRecord:
     checks: list[Check] = field(default_factory=list)
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
     gpu_state: dict[str, list[Any]] = field(default_factory=dict)
+    # perturbation name -> calls of it during the timed samples (TEWATCH_PERTURB runs only)
+    perturbations: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def case_id(self) -> str:
@@ -117,8 +120,10 @@ class CaseRecord:
         self.checks.append(check)
         return check
 
-    def metric(self, name: str, value: float, unit: str) -> None:
+    def metric(self, name: str, value: float, unit: str, samples: list[float] | None = None) -> None:
         self.metrics[name] = {"value": float(value), "unit": unit}
+        if samples:
+            self.metrics[name]["samples"] = [float(s) for s in samples]
 
     def verdict(self) -> Check:
         if not self.checks:
@@ -137,6 +142,8 @@ class CaseRecord:
             "extra_checks": [c.to_json() for c in self.checks if c is not verdict],
             "metrics": self.metrics,
             "gpu_state": self.gpu_state,
+            **({"perturbations": self.perturbations} if self.perturbations else {}),
+            **({"notes": self.notes} if self.notes else {}),
             "recorded_at": utc_now(),
         }
 

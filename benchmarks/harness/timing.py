@@ -4,6 +4,11 @@ On a GPU every sample is one call between two CUDA events, after a write of a bu
 size (so each call starts with a cold L2, as in `triton.testing.do_bench`); on the CPU each sample is
 one call timed with perf_counter. Warm-up runs first (compilation, autotuning, cuBLASLt heuristics,
 amax history), then the number of samples is chosen to fill a time budget within [min, max].
+
+Kernel time: on a GPU, after the event samples, a few more calls run under torch.profiler (Kineto's
+CUPTI activity records, CUDA only) and each call's kernels, memsets and copies are summed. That is the
+device's own work, free of launch gaps and host overhead; event time minus kernel time is the host's
+share. The L2 flush before each call is the boundary between calls, and its activities are left out.
 """
 
 from __future__ import annotations
@@ -117,6 +122,63 @@ def cuda_samples(fn: Callable[[], Any], plan: TimingPlan) -> Timing:
         ends[i].record()
     torch.cuda.synchronize()
     return Timing([s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)])
+
+
+KERNEL_CALLS = 20
+
+
+def _gpu_activities(prof: Any) -> list[tuple[int, int, str]]:
+    """(start ns, duration ns, name) of every device activity a profiler recorded, in start order."""
+    from torch.autograd import DeviceType
+
+    events = prof.profiler.kineto_results.events()
+    found = [(e.start_ns(), e.duration_ns(), e.name()) for e in events if e.device_type() == DeviceType.CUDA]
+    return sorted(found)
+
+
+def per_call_sums(activities: list[tuple[int, int, str]], boundary: set[str], calls: int) -> list[float]:
+    """Seconds of device work of each call, where a boundary (one or more activities with its names)
+    stands before every call and after the last: the activities between two boundaries, boundary
+    activities left out. Empty when the boundaries do not split the record into `calls` calls that
+    each did some work (the call itself ran an activity of a boundary's name)."""
+    sums: list[float] = []
+    in_boundary = False
+    for _, duration, name in activities:
+        if name in boundary:
+            if not in_boundary:
+                sums.append(0.0)
+            in_boundary = True
+            continue
+        in_boundary = False
+        if sums:
+            sums[-1] += duration / 1e9
+    if len(sums) != calls + 1 or sums[-1] != 0.0 or not all(s > 0 for s in sums[:-1]):
+        return []
+    return sums[:-1]
+
+
+def kernel_samples(fn: Callable[[], Any], plan: TimingPlan, calls: int = KERNEL_CALLS) -> list[float]:
+    """Summed device time of each of `calls` calls (seconds), from CUPTI through torch.profiler."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    device = torch.cuda.current_device()
+    if plan.flush_l2:
+        flusher = _L2Flusher(torch, device)
+    else:  # a one-element write marks the boundary between calls
+        marker = torch.zeros(1, dtype=torch.int32, device=device)
+        flusher = marker.zero_  # type: ignore[assignment]
+    with profile(activities=[ProfilerActivity.CUDA]) as alone:
+        flusher()
+        torch.cuda.synchronize()
+    boundary = {name for _, _, name in _gpu_activities(alone)}
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            flusher()
+            fn()
+        flusher()
+        torch.cuda.synchronize()
+    return per_call_sums(_gpu_activities(prof), boundary, calls)
 
 
 def measure(fn: Callable[[], Any], device: str, plan: TimingPlan) -> Timing:

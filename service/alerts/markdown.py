@@ -45,6 +45,9 @@ class PrReport:
     regressions: list[TimingRow] = field(default_factory=list)
     improvements: list[TimingRow] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)  # verdict -> number of comparisons
+    # verdict -> cases (a case's timings: any significant one decides, else its steadier one)
+    case_counts: dict[str, int] = field(default_factory=dict)
+    rounds: int | None = None  # A/B rounds paired, where the runs were measured so
     min_effect: float = 0.03
     alpha: float = 0.05
     detector_version: str = ""
@@ -98,22 +101,27 @@ def _timing_table(rows: list[TimingRow], base_url: str, pr_number: int) -> list[
 
 def render_pr_report(report: PrReport) -> str:
     base_url = report.public_url.rstrip("/")
-    counts = report.counts
-    summary = " · ".join(
-        [
-            plural(len(report.correctness), "correctness failure"),
-            plural(counts.get("regression", 0), "regression"),
-            plural(counts.get("improvement", 0), "improvement"),
-            f"{counts.get('unchanged', 0)} unchanged",
-            f"{counts.get('inconclusive', 0)} inconclusive",
-        ]
-    )
+    counts = report.case_counts or report.counts
+    noun = "case" if report.case_counts else "comparison"
+    parts = [
+        plural(len(report.correctness), "correctness failure"),
+        plural(counts.get("regression", 0), "regression"),
+        plural(counts.get("improvement", 0), "improvement"),
+        f"{counts.get('unchanged', 0)} unchanged",
+        f"{counts.get('inconclusive', 0)} inconclusive",
+    ]
+    if counts.get("unstable"):
+        parts.append(f"{counts['unstable']} unstable")
+    summary = " · ".join(parts)
+    measured = (f"{report.rounds} interleaved A/B rounds on one runner" if report.rounds
+                else "one run per side")
     lines = [
         f"## tewatch: PR #{report.pr_number} on {escape_cell(report.gpu_model)}",
         "",
-        f"Head {code(report.head_sha[:12])} against merge base {code(report.base_sha[:12])}.",
+        f"Head {code(report.head_sha[:12])} against merge base {code(report.base_sha[:12])} "
+        f"({measured}).",
         "",
-        f"**{summary}**",
+        f"**{summary}** ({noun}s)",
         "",
     ]
     if report.correctness:

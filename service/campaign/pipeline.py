@@ -1,4 +1,5 @@
-"""One campaign: base run, perturbed head run as a pull request, uploads, detection, webhooks, pages."""
+"""One campaign: base and perturbed head measured in A/B rounds on one runner (optionally an A/A arm of
+the base's own code beside them), the head uploaded as a pull request, detection, webhooks, pages."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import httpx
 
 from tewatch.campaign.receiver import WebhookReceiver
 from tewatch.campaign.service_process import ServiceProcess
+from tewatch.runner.rounds import run_ab
 from tewatch.runner.suite import RunOptions, RunOutcome, run_suite
 from tewatch.store.database import make_engine
 from tewatch.store.migrate import upgrade
@@ -41,6 +43,9 @@ class CampaignOptions:
     base_commit: str | None = None
     head_results: Path | None = None
     database_url: str | None = None
+    rounds: int = 3  # A/B rounds per side; 1: one run per side, one after the other
+    aa: bool = False  # also an A/A arm (the base's code again), uploaded as pull request pr_number + 1
+    deadline_s: float | None = None  # no A/B round starts that would end past this many seconds
 
 
 @dataclass
@@ -55,6 +60,9 @@ class CampaignSummary:
     signatures_valid: bool = True
     pages: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    rounds: int = 1
+    round_seconds: list[dict[str, float]] = field(default_factory=list)
+    aa_pr_verdicts: dict[str, int] = field(default_factory=dict)
 
 
 def head_commit_for(base: str, perturb: str) -> str:
@@ -73,6 +81,7 @@ class Campaign:
         self.summary = CampaignSummary(perturb=opts.perturb)
         opts.out.mkdir(parents=True, exist_ok=True)
         self.database_url = opts.database_url or f"sqlite:///{(opts.out / 'campaign.sqlite3').resolve()}"
+        self.arm_commits: dict[str, str] = {}  # commit -> arm, for the arms filed under commits of their own
 
     def _timed(self, name: str, step: Callable[[], object]) -> object:
         started = time.monotonic()
@@ -94,11 +103,14 @@ class Campaign:
             client = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {token}"}, timeout=120)
             client.post("/api/v1/webhooks", json={"url": receiver.url, "secret": secret, "event_types": EVENTS,
                                                   "description": "campaign receiver"}).raise_for_status()
-            base = self._base(service.url, token)
-            head = self._head(service.url, token, base)
+            measured = self._measure_rounds() if self._rounds_wanted() else {}
+            base = self._base(service.url, token, measured.get("base"))
+            head = self._head(service.url, token, base, measured.get("head"))
+            if "aa" in measured:
+                self._upload_pr(service.url, token, measured["aa"], self.opts.pr_number + 1, base, "A/A arm")
             self._timed("detect on the branch", lambda: self._cli("detect", "--branch", self.opts.branch,
                                                                    "--db", self.database_url))
-            self._timed("wait for pr.report", lambda: self._wait_for_report(receiver))
+            self._timed("wait for pr.report", lambda: self._wait_for_report(receiver, 1 + ("aa" in measured)))
             self._collect(client, receiver, base, head)
             self._timed("render pages", lambda: self._render_pages(client))
         self.summary.seconds["total"] = round(time.monotonic() - started, 1)
@@ -117,8 +129,39 @@ class Campaign:
             raise RuntimeError(f"tewatch {args[0]} failed: {(done.stderr or done.stdout).strip()[-2000:]}")
         return done.stdout
 
-    def _base(self, url: str, token: str) -> str:
-        results = self.opts.base_results
+    def _rounds_wanted(self) -> bool:
+        return self.opts.rounds > 1 and self.opts.base_results is None and self.opts.head_results is None
+
+    def _measure_rounds(self) -> dict[str, Path]:
+        """Base, head (and the A/A arm) in interleaved rounds; side name -> its results folder."""
+        perturbed = {"TEWATCH_PERTURB": self.opts.perturb} if self.opts.perturb else {}
+        base_commit = self.opts.base_commit
+        arms = [("base", {}, base_commit), ("head", perturbed, self.opts.perturb)]
+        if self.opts.aa:
+            arms.append(("aa", {}, "aa"))
+        sides = [(name, RunOptions(project=self.opts.project, profile=self.opts.profile,
+                                   backends=self.opts.backends, bench=self.opts.bench,
+                                   results_dir=self.opts.out / f"{name}-results",
+                                   commit=base_commit if name == "base" or base_commit is None
+                                   else head_commit_for(base_commit, change),
+                                   extra_env=env))
+                 for name, env, change in arms]
+        outcome = self._timed(f"A/B rounds ({', '.join(n for n, _, _ in arms)})",
+                              lambda: run_ab(sides, self.opts.rounds, self.opts.deadline_s, self.say))
+        self.summary.rounds = outcome.rounds
+        self.summary.round_seconds = outcome.round_seconds
+        folders = {}
+        for name, _, change in arms:
+            folder = self.opts.out / f"{name}-results"
+            if name != "base":  # file the arms under commits of their own: the base's, changed
+                commit = head_commit_for(outcome.sides["base"].commit, change)
+                _refile_all(folder, commit)
+                self.arm_commits[commit] = name
+            folders[name] = folder
+        return folders
+
+    def _base(self, url: str, token: str, measured: Path | None = None) -> str:
+        results = self.opts.base_results or measured
         if results is None:
             results = self.opts.out / "base-results"
             outcome = self._timed("base run", lambda: self._suite(results, self.opts.base_commit, {}))
@@ -130,21 +173,22 @@ class Campaign:
         self.summary.base_commit = commit
         return commit
 
-    def _head(self, url: str, token: str, base: str) -> str:
-        results = self.opts.head_results
+    def _head(self, url: str, token: str, base: str, measured: Path | None = None) -> str:
+        results = self.opts.head_results or measured
         if results is None:
             results = self.opts.out / "head-results"
             commit = head_commit_for(base, self.opts.perturb)
             env = {"TEWATCH_PERTURB": self.opts.perturb} if self.opts.perturb else {}
             self._timed("head run (perturbed)", lambda: self._suite(results, commit, env))
-        else:
-            commit = self._single_commit(results)
-        self._timed("upload head as a pull request",
-                    lambda: self._cli("upload", str(results), "--url", url, "--token", token,
-                                      "--branch", f"pr-{self.opts.pr_number}", "--pr", str(self.opts.pr_number),
-                                      "--base", base))
+        commit = self._upload_pr(url, token, results, self.opts.pr_number, base, "head")
         self.summary.head_commit = commit
         return commit
+
+    def _upload_pr(self, url: str, token: str, results: Path, pr: int, base: str, what: str) -> str:
+        self._timed(f"upload {what} as pull request {pr}",
+                    lambda: self._cli("upload", str(results), "--url", url, "--token", token,
+                                      "--branch", f"pr-{pr}", "--pr", str(pr), "--base", base))
+        return self._single_commit(results)
 
     @staticmethod
     def _single_commit(results: Path) -> str:
@@ -156,10 +200,10 @@ class Campaign:
             raise RuntimeError(f"{results} must hold the results of exactly one commit, found {len(commits)}")
         return commits.pop()
 
-    def _wait_for_report(self, receiver: WebhookReceiver) -> None:
+    def _wait_for_report(self, receiver: WebhookReceiver, reports: int) -> None:
         deadline = time.monotonic() + PR_REPORT_WAIT_S
         while time.monotonic() < deadline:
-            if receiver.events("pr.report"):
+            if len(receiver.events("pr.report")) >= reports:
                 return
             time.sleep(0.5)
         raise RuntimeError(f"no pr.report webhook arrived within {PR_REPORT_WAIT_S:.0f} s")
@@ -168,17 +212,23 @@ class Campaign:
         runs = client.get("/api/v1/runs", params={"limit": 100}).raise_for_status().json()
         for run in runs["items"]:
             commit = run["commit_sha"]
-            label = "head" if commit == head else "base" if commit == base else commit[:12]
+            label = "head" if commit == head else "base" if commit == base else \
+                self.arm_commits.get(commit, commit[:12])
             counts = Counter(self.summary.verdicts.get(label, {}))
             counts.update(run["summary"].get("verdicts", {}))
             self.summary.verdicts[label] = dict(counts)
         self.summary.alerts = client.get("/api/v1/alerts", params={"limit": 500}).raise_for_status().json()
         comparisons = client.get(f"/api/v1/prs/{self.opts.pr_number}/comparisons").raise_for_status().json()
         self.summary.pr_verdicts = dict(Counter(c["verdict"] for c in comparisons))
+        if self.opts.aa:
+            aa = client.get(f"/api/v1/prs/{self.opts.pr_number + 1}/comparisons").raise_for_status().json()
+            self.summary.aa_pr_verdicts = dict(Counter(c["verdict"] for c in aa))
         self.summary.webhooks = dict(Counter(d["event"] for d in receiver.deliveries))
         self.summary.signatures_valid = all(d["signature_valid"] for d in receiver.deliveries)
-        report = receiver.events("pr.report")[-1]["body"]
-        (self.opts.out / "pr-report.md").write_text(report["data"]["markdown"])
+        for event in receiver.events("pr.report"):
+            number = event["body"]["data"]["pr_number"]
+            name = "pr-report.md" if number == self.opts.pr_number else f"pr-report-{number}.md"
+            (self.opts.out / name).write_text(event["body"]["data"]["markdown"])
 
     def _render_pages(self, client: httpx.Client) -> None:
         folder = self.opts.out / "pages"
@@ -189,3 +239,13 @@ class Campaign:
             answer.raise_for_status()
             (folder / f"{name}.html").write_text(answer.text)
             self.summary.pages.append(name)
+
+
+def _refile_all(results_dir: Path, commit: str) -> None:
+    from tewatch.runner import results
+
+    for machine_dir in results_dir.iterdir():
+        if machine_dir.is_dir() and not machine_dir.name.startswith("."):
+            for path in list(machine_dir.glob("*.json")):
+                if path.name != "machine.json":
+                    results.refile(path, commit)

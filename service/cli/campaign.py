@@ -23,6 +23,11 @@ def campaign(
     head_results: Path | None = typer.Option(
         None, help="reuse these asv results as the head run (e.g. a kept campaign's, to compare it again)"),
     pr: int = typer.Option(1, "--pr", help="pull request number the head run is filed under"),
+    rounds: int = typer.Option(3, help="A/B rounds per side (base and head alternate, a fresh process per "
+                                       "case and round); 1: one run each"),
+    aa: bool = typer.Option(False, "--aa", help="also measure the base's code as a third arm, uploaded as "
+                                                "pull request PR+1 (an A/A)"),
+    deadline: float | None = typer.Option(None, help="seconds: start no round that would end past this"),
     project: Path = typer.Option(Path("."), help="folder holding asv.conf.json and benchmarks/"),
     db: DatabaseOption = None,
 ) -> None:
@@ -36,7 +41,7 @@ def campaign(
         backends=tuple(b.strip() for b in backends.split(",") if b.strip()) if backends else None,
         pr_number=pr, base_results=base_results.resolve() if base_results else None, base_commit=base_commit,
         head_results=head_results.resolve() if head_results else None,
-        database_url=db,
+        database_url=db, rounds=rounds, aa=aa, deadline_s=deadline,
     )
     try:
         summary = Campaign(opts, lambda line: console.print(line, highlight=False)).run()
@@ -51,7 +56,12 @@ def campaign(
     for alert in summary.alerts:
         kinds[alert["kind"]] = kinds.get(alert["kind"], 0) + 1
     table.add_row("alerts", ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) or "none")
+    table.add_row("A/B rounds", f"{summary.rounds}: " + "; ".join(
+        ", ".join(f"{k} {v:.0f} s" for k, v in r.items()) for r in summary.round_seconds) if summary.round_seconds
+        else "none (one run each)")
     table.add_row("pull request verdicts", ", ".join(f"{k} {v}" for k, v in sorted(summary.pr_verdicts.items())))
+    if summary.aa_pr_verdicts:
+        table.add_row("A/A verdicts", ", ".join(f"{k} {v}" for k, v in sorted(summary.aa_pr_verdicts.items())))
     table.add_row("webhooks received", ", ".join(f"{k} {v}" for k, v in sorted(summary.webhooks.items())))
     table.add_row("signatures valid", "yes" if summary.signatures_valid else "NO")
     table.add_row("pages rendered", ", ".join(summary.pages))

@@ -1,22 +1,25 @@
-"""A pull request's samples against its merge base's, one case at a time.
+"""A pull request's samples against its merge base's, series by series, with FDR control across the sweep.
 
-Within one process, samples are tight; between processes the level moves (h200-te-probe.md: 2-8 % CV of
-process medians). A rank test on samples alone would call two processes of the same code different, so
-the interval of the change combines both: the Hodges-Lehmann shift of log samples with its
-distribution-free interval (Mann-Whitney), widened by the run-to-run noise measured on the base branch's
-history of the same series. Without history that noise is unknown; it is taken as the largest of a
-floor, the spread of either run's own samples (a run whose samples scatter by 30 %, a host-bound 20 us
-call, cannot promise that the next run's level is closer than that) and the spread of the level changes
-of the same benchmark's other cases in this comparison. The last one catches processes whose samples are
-tight but whose levels differ: on one H200, two runs of the same code moved te.Linear cases by up to
--29 % and +45 % (robust spread 14 %) while quantize cases moved by 0.2 %. It is a robust spread (scaled
-median absolute deviation about the family's median change), so a change of every case of a benchmark by
-the same amount, or of fewer than half of its cases, does not raise it. Verdicts:
+docs/MATH.md writes the method down. In short: within one process samples are tight, between processes
+the level moves, so a comparison needs the run-to-run (between-process) noise, and there are two ways to
+it.
 
-- regression / improvement: significant after Benjamini-Hochberg across the sweep and the estimated
-  change is at least min_effect in that direction;
-- unchanged: the whole interval lies within +-min_effect;
-- inconclusive: anything else (too few samples, an interval wider than the effect that matters).
+- A/B rounds (both sides measured K times in interleaved rounds, a fresh process per case each round):
+  each round gives one level per side (the median of its samples). Paired by round, the K log ratios
+  d_r = log(head_r / base_r) are the observations; their spread is the between-process noise itself. It is
+  moderated by the spread of the other series of the same benchmark (the variance of each series about its
+  own mean, so a change of the whole benchmark does not inflate it; limma's moderated t), and the interval
+  is Student's t on the pooled degrees of freedom.
+- One run per side: the Hodges-Lehmann shift of the log samples with its rank interval, widened by the
+  run-to-run noise from the series' history on the base branch; without history, by the largest of a
+  floor, either run's own sample spread, a host-bound floor for calls of tens of microseconds, and the
+  spread of the level changes of the benchmark's other cases in this comparison. That spread is the
+  smaller of two robust estimates (about the benchmark's median change, and about no change), so neither
+  a change of the whole benchmark nor one of fewer than half of its cases is taken for noise.
+
+Verdicts: `unstable` when either side's samples within one process are multi-modal (the modes are kept);
+`regression` / `improvement` when significant after Benjamini-Hochberg and the estimate is at least
+min_effect; `unchanged` when the whole interval lies within +-min_effect; `inconclusive` otherwise.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 import enum
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -32,7 +35,7 @@ from scipy import stats
 from tewatch.detect.config import CompareConfig
 from tewatch.detect.direction import Direction, direction_of
 from tewatch.detect.fdr import benjamini_hochberg
-
+from tewatch.detect.modes import sample_modes
 
 MAD_EFFICIENCY = 0.37
 
@@ -40,9 +43,11 @@ MAD_EFFICIENCY = 0.37
 class NoiseSource(str, enum.Enum):
     """Where a comparison's run-to-run noise came from."""
 
+    rounds = "rounds"  # the spread of the A/B rounds (moderated by the benchmark's other series)
     history = "history"  # the series' own history on the base branch
     samples = "samples"  # the spread of either run's samples
     benchmark = "benchmark"  # the spread of the level changes of the benchmark's cases in the comparison
+    host = "host"  # the floor of host-bound calls without history
     floor = "floor"  # the configured floor
 
 
@@ -51,6 +56,26 @@ class CompareVerdict(str, enum.Enum):
     improvement = "improvement"
     unchanged = "unchanged"
     inconclusive = "inconclusive"
+    unstable = "unstable"
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side's samples of a series; `round_sizes` splits them into A/B rounds (None: one run)."""
+
+    samples: ArrayLike
+    round_sizes: Sequence[int] | None = None
+
+
+@dataclass(frozen=True)
+class ComparePair:
+    base: Side
+    head: Side
+    higher_is_better: bool = False
+    history_sigma: float | None = None  # run-to-run noise (log units) from the base branch's history
+    family: str | None = None  # the benchmark: series whose noise informs each other's
+    paired: bool = False  # both sides come from one A/B session: rounds pair by index
+    seconds: bool = True  # the value is a time (host-bound floor applies to short ones)
 
 
 @dataclass(frozen=True)
@@ -70,12 +95,8 @@ class Comparison:
     between_run_sigma: float
     min_effect: float
     noise_source: NoiseSource
-
-
-@dataclass(frozen=True)
-class _FamilyNoise:
-    sigma: float  # log units, one run
-    degrees_of_freedom: float  # of the estimate, for Student's t in place of the normal
+    rounds: int | None = None
+    modes: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -83,11 +104,24 @@ class _Shift:
     estimate: float  # log units
     half_width: float
     p_value: float
+    sigma: float
+    source: NoiseSource
+    rounds: int | None = None
 
 
 def _clean(samples: ArrayLike) -> np.ndarray:
     values = np.asarray(samples, dtype=float).ravel()
     return values[np.isfinite(values) & (values > 0)]
+
+
+def _rounds(side: Side) -> list[np.ndarray]:
+    """The positive finite samples of each round (empty rounds kept, as empty arrays)."""
+    raw = np.asarray(side.samples, dtype=float).ravel()
+    sizes = list(side.round_sizes or [])
+    if sum(sizes) != len(raw):
+        return []
+    edges = np.cumsum([0, *sizes])
+    return [_clean(raw[a:b]) for a, b in zip(edges[:-1], edges[1:])]
 
 
 def hodges_lehmann_shift(base: np.ndarray, head: np.ndarray, confidence: float) -> tuple[float, float, float]:
@@ -105,16 +139,95 @@ def within_run_sigma(samples: np.ndarray) -> float:
     return float(stats.median_abs_deviation(np.log(samples), scale="normal"))
 
 
-def assumed_between_run_sigma(base: np.ndarray, head: np.ndarray, floor: float) -> float:
-    return max(floor, within_run_sigma(base), within_run_sigma(head))
+# A/B rounds ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _RoundDifferences:
+    """What the rounds of one pair say before moderation."""
+
+    estimate: float  # log units
+    variance: float  # of one round's difference
+    dof: float
+    rounds: int
+    paired: bool
+    base_variance: float = 0.0  # unpaired: each side's variance of its round levels
+    head_variance: float = 0.0
+    base_rounds: int = 0
+    head_rounds: int = 0
+
+
+def round_differences(pair: ComparePair, min_samples: int) -> _RoundDifferences | None:
+    """Per-round levels (median of each round's samples, in logs) of both sides: paired differences when
+    the rounds share a session, else each side's mean level and spread. None without two rounds a side."""
+    if pair.base.round_sizes is None or pair.head.round_sizes is None:
+        return None
+    base, head = _rounds(pair.base), _rounds(pair.head)
+    enough = max(1, min_samples // 2)
+    base_levels = [np.log(np.median(r)) if len(r) >= enough else np.nan for r in base]
+    head_levels = [np.log(np.median(r)) if len(r) >= enough else np.nan for r in head]
+    if pair.paired and len(base_levels) == len(head_levels):
+        d = np.array([h - b for b, h in zip(base_levels, head_levels) if np.isfinite(b) and np.isfinite(h)])
+        if len(d) < 2:
+            return None
+        return _RoundDifferences(float(d.mean()), float(d.var(ddof=1)), len(d) - 1.0, len(d), True)
+    b = np.array([x for x in base_levels if np.isfinite(x)])
+    h = np.array([x for x in head_levels if np.isfinite(x)])
+    if len(b) < 2 or len(h) < 2:
+        return None
+    vb, vh = float(b.var(ddof=1)), float(h.var(ddof=1))
+    pooled = ((len(b) - 1) * vb + (len(h) - 1) * vh) / (len(b) + len(h) - 2)
+    return _RoundDifferences(float(h.mean() - b.mean()), 2 * pooled, len(b) + len(h) - 2.0,
+                             min(len(b), len(h)), False, vb, vh, len(b), len(h))
+
+
+def _family_round_prior(found: Sequence[_RoundDifferences | None], families: Sequence[str | None],
+                        config: CompareConfig) -> dict[str, tuple[float, float]]:
+    """Family -> (prior variance of one round's difference, its degrees of freedom): the pooled variance
+    of the family's series, each about its own mean, its degrees of freedom capped."""
+    pooled: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for rounds, family in zip(found, families):
+        if rounds is not None and family is not None:
+            pooled[family].append((rounds.variance, rounds.dof))
+    priors = {}
+    for family, items in pooled.items():
+        dof = sum(d for _, d in items)
+        if len(items) >= 2:
+            variance = sum(v * d for v, d in items) / dof
+            priors[family] = (variance, min(dof, config.max_prior_dof))
+    return priors
+
+
+def rounds_shift(rounds: _RoundDifferences, prior: tuple[float, float] | None, config: CompareConfig) -> _Shift:
+    """Moderated t on the round differences: the series' own variance and its family's, weighted by their
+    degrees of freedom, never below the floor."""
+    variance, dof = rounds.variance, rounds.dof
+    if prior is not None:
+        prior_variance, prior_dof = prior
+        variance = (dof * variance + prior_dof * prior_variance) / (dof + prior_dof)
+        dof = dof + prior_dof
+    floor = 2 * config.rounds_sigma_floor**2
+    variance = max(variance, floor)
+    se = float(np.sqrt(variance / rounds.rounds))
+    t = stats.t(dof)
+    p = float(2 * t.sf(abs(rounds.estimate) / se))
+    return _Shift(rounds.estimate, float(t.ppf(0.5 + config.confidence / 2)) * se, p,
+                  float(np.sqrt(variance / 2)), NoiseSource.rounds, rounds.rounds)
+
+
+# one run per side ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _FamilyNoise:
+    sigma: float  # log units, one run
+    degrees_of_freedom: float  # of the estimate, for Student's t in place of the normal
 
 
 def family_between_run_sigmas(
     cleaned: Sequence[tuple[np.ndarray, np.ndarray]], families: Sequence[str | None], config: CompareConfig
 ) -> dict[str, _FamilyNoise]:
-    """Run-to-run noise of each family with enough compared cases, from the robust spread of their level
-    changes (log ratio of the medians, which differ by two runs' noise). A median absolute deviation of k
-    values is worth about 0.37 (k - 1) degrees of freedom of a standard deviation (its efficiency)."""
+    """Run-to-run noise of each family with enough compared cases, from their level changes (log ratio of
+    the medians, which differ by two runs' noise): the smaller of the scaled median absolute deviation
+    about the family's median change (blind to a change of every case) and about zero (blind to a change
+    of fewer than half of them). A median absolute deviation of k values is worth about 0.37 (k - 1)
+    degrees of freedom of a standard deviation (its efficiency)."""
     changes: dict[str, list[float]] = defaultdict(list)
     for (base, head), family in zip(cleaned, families):
         if family is not None and min(len(base), len(head)) >= config.min_samples:
@@ -122,14 +235,35 @@ def family_between_run_sigmas(
     sigmas = {}
     for family, values in changes.items():
         if len(values) >= config.min_family_cases:
-            spread = float(stats.median_abs_deviation(values, scale="normal"))
-            sigmas[family] = _FamilyNoise(spread / np.sqrt(2.0), MAD_EFFICIENCY * (len(values) - 1))
+            about_median = float(stats.median_abs_deviation(values, scale="normal"))
+            about_zero = float(np.median(np.abs(values)) * stats.norm.ppf(0.75) ** -1)
+            spread = min(about_median, about_zero) / np.sqrt(2.0)
+            # Student's t on at least min_family_dof: five cases alone give a median absolute deviation
+            # of 1.5 degrees of freedom, and t on 1.5 widens an interval sevenfold
+            dof = max(MAD_EFFICIENCY * (len(values) - 1), config.min_family_dof)
+            sigmas[family] = _FamilyNoise(spread, dof)
     return sigmas
+
+
+def single_run_noise(base: np.ndarray, head: np.ndarray, pair: ComparePair, family: _FamilyNoise | None,
+                     config: CompareConfig) -> tuple[float, float, NoiseSource]:
+    """(sigma of one run's level, degrees of freedom, source) for a pair of single runs."""
+    if pair.history_sigma is not None:
+        return max(pair.history_sigma, 0.0), np.inf, NoiseSource.history
+    between, source = config.between_run_sigma, NoiseSource.floor
+    spread = max(within_run_sigma(base), within_run_sigma(head))
+    if spread > between:
+        between, source = spread, NoiseSource.samples
+    if pair.seconds and float(np.median(base)) < config.host_bound_seconds and config.host_bound_sigma > between:
+        between, source = config.host_bound_sigma, NoiseSource.host
+    if family is not None and family.sigma > between:
+        return family.sigma, family.degrees_of_freedom, NoiseSource.benchmark
+    return between, np.inf, source
 
 
 def measure_shift(
     base: np.ndarray, head: np.ndarray, between_sigma: float, confidence: float,
-    degrees_of_freedom: float = np.inf,
+    degrees_of_freedom: float = np.inf, source: NoiseSource = NoiseSource.floor,
 ) -> _Shift:
     """`degrees_of_freedom`: of `between_sigma` where it is an estimate (Student's t), else infinite."""
     estimate, low, high = hodges_lehmann_shift(base, head, confidence)
@@ -141,9 +275,10 @@ def measure_shift(
     p_rank = float(stats.mannwhitneyu(head, base, alternative="two-sided").pvalue)
     p_level = float(2 * level.sf(abs(estimate) / se)) if se > 0 else 0.0
     return _Shift(estimate=estimate, half_width=float(level.ppf(0.5 + confidence / 2)) * se,
-                  p_value=max(p_rank, p_level))
+                  p_value=max(p_rank, p_level), sigma=between_sigma, source=source)
 
 
+# the sweep -------------------------------------------------------------------------------------------------
 def _verdict(effect_log: float, half_width: float, q: float, config: CompareConfig) -> CompareVerdict:
     min_shift = np.log1p(config.min_effect)
     if q <= config.alpha and abs(effect_log) >= min_shift:
@@ -153,71 +288,77 @@ def _verdict(effect_log: float, half_width: float, q: float, config: CompareConf
     return CompareVerdict.inconclusive
 
 
+def _as_pair(item: ComparePair | tuple, family: str | None) -> ComparePair:
+    if isinstance(item, ComparePair):
+        return item if family is None or item.family is not None else ComparePair(
+            item.base, item.head, item.higher_is_better, item.history_sigma, family, item.paired, item.seconds)
+    base, head, higher_is_better, sigma = item
+    return ComparePair(Side(base), Side(head), higher_is_better, sigma, family)
+
+
+def _modes(side: Side, config: CompareConfig) -> list[float]:
+    """Modes of the samples of any one process of a side (each round is one process)."""
+    groups = _rounds(side) if side.round_sizes is not None else [_clean(side.samples)]
+    for samples in groups:
+        found = sample_modes(samples, config.mode_min_share, config.mode_separation)
+        if found:
+            return found
+    return []
+
+
 def compare_sweep(
-    pairs: list[tuple[ArrayLike, ArrayLike, bool, float | None]], config: CompareConfig | None = None,
-    families: Sequence[str] | None = None,
+    pairs: Sequence[ComparePair | tuple], config: CompareConfig | None = None,
+    families: Sequence[str | None] | None = None,
 ) -> list[Comparison]:
-    """Compare every (base samples, head samples, higher_is_better, between-run sigma or None) pair and
-    control the false discovery rate across all of them. `families` (e.g. each pair's benchmark) group
-    the pairs whose level changes tell the run-to-run noise of those without history."""
+    """Compare every pair (a ComparePair, or a tuple of base samples, head samples, higher_is_better and
+    the history's between-run sigma or None) and control the false discovery rate across all of them.
+    `families` (each pair's benchmark) group the pairs whose noise informs each other's."""
     config = config or CompareConfig()
-    cleaned = [(_clean(base_raw), _clean(head_raw)) for base_raw, head_raw, _, _ in pairs]
     families = list(families) if families is not None else [None] * len(pairs)
-    family_sigmas = family_between_run_sigmas(cleaned, families, config)
+    items = [_as_pair(item, family) for item, family in zip(pairs, families)]
+    families = [item.family for item in items]
+    cleaned = [(_clean(p.base.samples), _clean(p.head.samples)) for p in items]
+    rounds = [round_differences(p, config.min_samples) for p in items]
+    priors = _family_round_prior(rounds, families, config)
+    family_sigmas = family_between_run_sigmas(
+        [c for c, r in zip(cleaned, rounds) if r is None], [f for f, r in zip(families, rounds) if r is None],
+        config)
     shifts: list[_Shift | None] = []
-    betweens: list[tuple[float, NoiseSource]] = []
-    for (base, head), (_, _, _, sigma), family in zip(cleaned, pairs, families):
-        if min(len(base), len(head)) < config.min_samples:
+    for pair, (base, head), found in zip(items, cleaned, rounds):
+        if found is not None:
+            shifts.append(rounds_shift(found, priors.get(pair.family) if pair.family else None, config))
+        elif min(len(base), len(head)) < config.min_samples:
             shifts.append(None)
-            betweens.append((config.between_run_sigma, NoiseSource.floor) if sigma is None
-                            else (sigma, NoiseSource.history))
-            continue
-        degrees_of_freedom = np.inf
-        if sigma is None:
-            between = assumed_between_run_sigma(base, head, config.between_run_sigma)
-            source = NoiseSource.samples if between > config.between_run_sigma else NoiseSource.floor
-            family_noise = family_sigmas.get(family)
-            if family_noise is not None and family_noise.sigma > between:
-                between, degrees_of_freedom = family_noise.sigma, family_noise.degrees_of_freedom
-                source = NoiseSource.benchmark
         else:
-            between, source = max(sigma, 0.0), NoiseSource.history
-        betweens.append((between, source))
-        shifts.append(measure_shift(base, head, between, config.confidence, degrees_of_freedom))
+            family = family_sigmas.get(pair.family) if pair.family else None
+            sigma, dof, source = single_run_noise(base, head, pair, family, config)
+            shifts.append(measure_shift(base, head, sigma, config.confidence, dof, source))
     tested = [s.p_value for s in shifts if s is not None]
     q_values = iter(benjamini_hochberg(tested)) if tested else iter(())
     results = []
-    for (base, head), shift, (between, source), (_, _, higher_better, _) in zip(cleaned, shifts, betweens, pairs):
+    for pair, (base, head), shift in zip(items, cleaned, shifts):
         baseline = float(np.median(base)) if len(base) else float("nan")
         head_level = float(np.median(head)) if len(head) else float("nan")
         if shift is None:
-            results.append(
-                Comparison(
-                    CompareVerdict.inconclusive, baseline, head_level, float("nan"), float("nan"),
-                    float("nan"), float("nan"), float("nan"), len(base), len(head), between,
-                    config.min_effect, source,
-                )
-            )
+            source = NoiseSource.history if pair.history_sigma is not None else NoiseSource.floor
+            sigma = pair.history_sigma if pair.history_sigma is not None else config.between_run_sigma
+            results.append(Comparison(CompareVerdict.inconclusive, baseline, head_level, *[float("nan")] * 5,
+                                      len(base), len(head), sigma, config.min_effect, source))
             continue
         q = float(next(q_values))
+        modes = _modes(pair.base, config) or _modes(pair.head, config)
         # a verdict is about "worse or better", so flip the sign where higher is better
-        worse_log = -shift.estimate if higher_better else shift.estimate
-        verdict = _verdict(worse_log, shift.half_width, q, config)
+        worse_log = -shift.estimate if pair.higher_is_better else shift.estimate
+        verdict = CompareVerdict.unstable if modes else _verdict(worse_log, shift.half_width, q, config)
         results.append(
             Comparison(
-                verdict=verdict,
-                baseline=baseline,
-                head=head_level,
+                verdict=verdict, baseline=baseline, head=head_level,
                 effect=float(np.expm1(shift.estimate)),
                 ci_low=float(np.expm1(shift.estimate - shift.half_width)),
                 ci_high=float(np.expm1(shift.estimate + shift.half_width)),
-                p_value=shift.p_value,
-                q_value=q,
-                n_base=len(base),
-                n_head=len(head),
-                between_run_sigma=between,
-                min_effect=config.min_effect,
-                noise_source=source,
+                p_value=shift.p_value, q_value=q, n_base=len(base), n_head=len(head),
+                between_run_sigma=shift.sigma, min_effect=config.min_effect, noise_source=shift.source,
+                rounds=shift.rounds, modes=modes,
             )
         )
     return results

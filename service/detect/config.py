@@ -54,6 +54,13 @@ class CompareConfig:
         to measure it from; the assumption is raised to either run's own sample spread, and to the
         spread of the level changes of its benchmark's other cases, where larger.
     min_family_cases: compared cases a benchmark needs before the spread of their level changes counts.
+    min_family_dof: the fewest degrees of freedom Student's t is given for that spread.
+    host_bound_seconds, host_bound_sigma: single runs without history of calls shorter than this take
+        at least this run-to-run noise (host-bound calls moved by 20-80 % between two hosts).
+    rounds_sigma_floor: floor of the between-process noise (log units) read from A/B rounds.
+    max_prior_dof: cap on the degrees of freedom a benchmark's other series lend a series' round spread.
+    mode_min_share, mode_separation: a process's samples are multi-modal when a gap splits off at least
+        this share of them and is this many times the parts' robust spread (detect.modes).
     bootstrap_resamples: resamples for intervals of ratios (compiled/eager, nvfp4/bf16).
     """
 
@@ -63,6 +70,13 @@ class CompareConfig:
     min_samples: int = 5
     between_run_sigma: float = 0.02
     min_family_cases: int = 5
+    min_family_dof: float = 4.0
+    host_bound_seconds: float = 1e-4
+    host_bound_sigma: float = 0.5
+    rounds_sigma_floor: float = 0.003
+    max_prior_dof: float = 30.0
+    mode_min_share: float = 0.1
+    mode_separation: float = 4.0
     bootstrap_resamples: int = 2000
 
     def as_dict(self) -> dict[str, float | int]:

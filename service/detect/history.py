@@ -36,6 +36,7 @@ class SeriesInfo:
     unit: str
     higher_is_better: bool
     gpu_model: str
+    kind: str = ""  # the benchmark's type: asv's ("track", "time"...) or "metric" (a case record's metric)
 
     @property
     def label(self) -> str:
@@ -164,6 +165,6 @@ def series_infos(session: Session, series_ids: Iterable[int]) -> dict[int, Serie
             infos[series_id] = SeriesInfo(
                 key=fingerprint, series_id=series_id, case_id=case_id, benchmark=benchmark.name,
                 params=case.params or {}, unit=benchmark.unit, higher_is_better=benchmark.higher_is_better,
-                gpu_model=case.gpu_model,
+                gpu_model=case.gpu_model, kind=benchmark.type,
             )
     return infos

@@ -3,7 +3,7 @@ merge base. Detections, alerts and webhook events are written in one transaction
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,7 +15,7 @@ from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.lifecycle import change_status, open_alert
 from tewatch.alerts.markdown import CorrectnessRow, PrReport, TimingRow, render_pr_report
 from tewatch.detect.changepoint import ChangePoint, clip_outliers, detect_change_points, robust_sigma
-from tewatch.detect.compare import CompareVerdict, compare_sweep
+from tewatch.detect.compare import ComparePair, CompareVerdict, Comparison, Side, compare_sweep
 from tewatch.detect.config import ChangePointConfig, CompareConfig
 from tewatch.detect.direction import Direction, direction_of
 from tewatch.detect.environment import environment_shift
@@ -290,37 +290,98 @@ def between_run_sigmas(session: Session, series_ids: list[int]) -> dict[int, flo
     return sigmas
 
 
+def _sides(rows: list[tuple[list | None, float | None, list | None]]) -> Side:
+    """One side from the results of one or more runs: several runs, or A/B rounds, are rounds."""
+    samples: list[float] = []
+    sizes: list[int] = []
+    for run_samples, value, round_sizes in rows:
+        values = list(run_samples or ([value] if value is not None else []))
+        samples += values
+        sizes += list(round_sizes) if round_sizes and sum(round_sizes) == len(values) else [len(values)]
+    return Side(samples, sizes if len(sizes) > 1 else None)
+
+
+def _compared(info: SeriesInfo, head: Side) -> bool:
+    """Metrics of one value per run (TFLOP/s and share of the ceiling beside their timing, compile time,
+    the host's share) are not compared: one value per side is no measurement of a change."""
+    return info.kind != "metric" or len(head.samples) > 1
+
+
+def _primary_series(comparisons: list[tuple[int, SeriesInfo, Comparison]]) -> set[int]:
+    """For each case, the timing series with the smallest run-to-run noise: the one that says `unchanged`."""
+    best: dict[int, tuple[float, int]] = {}
+    for series_id, info, comparison in comparisons:
+        if info.unit != "seconds" or info.case_id is None or not np.isfinite(comparison.between_run_sigma):
+            continue
+        candidate = (comparison.between_run_sigma, series_id)
+        if info.case_id not in best or candidate < best[info.case_id]:
+            best[info.case_id] = candidate
+    return {series_id for _, series_id in best.values()}
+
+
+def case_verdicts(comparisons: list[tuple[int, SeriesInfo, Comparison]], primary: set[int]) -> dict[int, str]:
+    """Case id -> its verdict: a regression (improvement) when any of its series is one, else its primary
+    series' verdict (unchanged, unstable or inconclusive)."""
+    by_case: dict[int, list[tuple[bool, CompareVerdict]]] = defaultdict(list)
+    for series_id, info, comparison in comparisons:
+        if info.case_id is not None:
+            by_case[info.case_id].append((series_id in primary, comparison.verdict))
+    verdicts = {}
+    for case_id, rows in by_case.items():
+        seen = {v for _, v in rows}
+        if CompareVerdict.regression in seen:
+            verdicts[case_id] = CompareVerdict.regression.value
+        elif CompareVerdict.improvement in seen:
+            verdicts[case_id] = CompareVerdict.improvement.value
+        else:
+            main = [v for is_primary, v in rows if is_primary] or [v for _, v in rows]
+            verdicts[case_id] = main[0].value
+    return verdicts
+
+
 def compare_pull_request(
     session: Session, run: Run, correctness: list[CorrectnessRow], public_url: str, config: CompareConfig,
     summary: DetectSummary,
 ) -> PrReport | None:
     base_runs = merge_base_runs(session, run)
+    same_session = [r for r in base_runs if run.ab_session and r.ab_session == run.ab_session]
+    paired = bool(same_session)
+    if paired:  # the head's own A/B session: its rounds pair with these alone
+        base_runs = same_session
     head_rows = session.execute(
-        select(Result.series_id, Result.samples, Result.value)
+        select(Result.series_id, Result.samples, Result.value, Result.round_sizes)
         .where(Result.run_id == run.id, Result.status == ResultStatus.ok)
     ).all()
-    base_samples: dict[int, list[float]] = defaultdict(list)
+    base_results: dict[int, list[tuple]] = defaultdict(list)
     if base_runs:
-        query = select(Result.series_id, Result.samples, Result.value).where(
-            Result.run_id.in_([r.id for r in base_runs]), Result.status == ResultStatus.ok)
-        for series_id, samples, value in session.execute(query):
-            base_samples[series_id].extend(samples or ([value] if value is not None else []))
-    series_ids = [r.series_id for r in head_rows]
-    infos = series_infos(session, series_ids)
-    sigmas = between_run_sigmas(session, series_ids)
+        query = select(Result.series_id, Result.samples, Result.value, Result.round_sizes).where(
+            Result.run_id.in_([r.id for r in base_runs]), Result.status == ResultStatus.ok).order_by(Result.run_id)
+        for series_id, samples, value, round_sizes in session.execute(query):
+            base_results[series_id].append((samples, value, round_sizes))
+    infos = series_infos(session, [r.series_id for r in head_rows])
+    sigmas = between_run_sigmas(session, list(infos))
     pairs, keys = [], []
-    for series_id, samples, value in head_rows:
-        head = samples or ([value] if value is not None else [])
-        pairs.append((base_samples.get(series_id, []), head, infos[series_id].higher_is_better, sigmas.get(series_id)))
+    for series_id, samples, value, round_sizes in head_rows:
+        info = infos[series_id]
+        head = _sides([(samples, value, round_sizes)])
+        if not _compared(info, head):
+            continue
+        base = _sides(base_results.get(series_id, []))
+        pairs.append(ComparePair(base, head, info.higher_is_better, sigmas.get(series_id), info.benchmark,
+                                 paired=paired, seconds=info.unit == "seconds"))
         keys.append(series_id)
-    results = compare_sweep(pairs, config, families=[infos[series_id].benchmark for series_id in keys])
+    results = compare_sweep(pairs, config)
+    compared = [(series_id, infos[series_id], comparison) for series_id, comparison in zip(keys, results)]
+    primary = _primary_series(compared)
+    by_case = case_verdicts(compared, primary)
+    rounds = max((c.rounds or 0 for c in results), default=0) or None
     report = PrReport(
         pr_number=run.pr_number, head_sha=run.commit.sha, base_sha=run.merge_base_sha or "",
         gpu_model=run.machine.gpu_model, public_url=public_url, correctness=correctness,
         min_effect=config.min_effect, alpha=config.alpha, detector_version=DETECTOR_VERSION,
+        case_counts=dict(Counter(by_case.values())), rounds=rounds,
     )
-    for series_id, comparison in zip(keys, results):
-        info = infos[series_id]
+    for series_id, info, comparison in compared:
         row = PrComparison(
             pr_number=run.pr_number, head_run_id=run.id, base_run_ids=[r.id for r in base_runs], series_id=series_id,
             series_key=info.key, verdict=comparison.verdict.value, baseline=nan_to_none(comparison.baseline),
@@ -329,6 +390,7 @@ def compare_pull_request(
             p_value=nan_to_none(comparison.p_value), q_value=nan_to_none(comparison.q_value),
             n_base=comparison.n_base, n_head=comparison.n_head,
             between_run_sigma=nan_to_none(comparison.between_run_sigma), noise_source=comparison.noise_source.value,
+            rounds=comparison.rounds, modes=comparison.modes or None, primary=series_id in primary,
             min_effect=comparison.min_effect,
             detector_version=DETECTOR_VERSION, config=config.as_dict(),
         )
@@ -354,7 +416,8 @@ def compare_pull_request(
     emit(session, EventType.pr_report, {
         "pr_number": run.pr_number, "head_sha": run.commit.sha, "base_sha": run.merge_base_sha,
         "gpu_model": run.machine.gpu_model, "run_id": run.id, "base_run_ids": [r.id for r in base_runs],
-        "counts": report.counts, "correctness_failures": len(correctness),
+        "counts": report.counts, "case_counts": report.case_counts, "rounds": rounds,
+        "correctness_failures": len(correctness),
         "markdown": render_pr_report(report), "detector_version": DETECTOR_VERSION,
         "links": {"pr": f"{public_url.rstrip('/')}/pr/{run.pr_number}", "alerts": f"{public_url.rstrip('/')}/alerts"},
     })

@@ -91,6 +91,7 @@ class PlannedResult(NamedTuple):
     benchmark_version: str
     started_at: datetime | None
     duration: float | None
+    round_sizes: list[int] | None = None
 
 
 class PlannedVerdict(NamedTuple):
@@ -215,6 +216,7 @@ class _Planner:
         self.result_rows: list[PlannedResult] = []
         # case fingerprint -> (benchmark, param reprs) of the failures of cases that have no record
         self.unrecorded_failures: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        self.rounds = bool(run_record and run_record.ab)
 
     def plan(self) -> RunPlan:
         for benchmark in self.results.benchmarks:
@@ -315,8 +317,23 @@ class _Planner:
                     benchmark.version,
                     started_at,
                     benchmark.duration,
+                    self._round_sizes(key, benchmark.name, combo.samples) if self.rounds else None,
                 )
             )
+
+    def _round_sizes(self, key: str, series: str, samples: list[float] | None) -> list[int] | None:
+        """The samples of each A/B round of one result, checked against the samples themselves."""
+        record = self.records.get(key)
+        sizes = record.round_sizes.get(series.rpartition(".")[2]) if record else None
+        if sizes is None:
+            return None
+        if sum(sizes) != len(samples or ()):
+            raise IngestError(
+                f"round sizes add up to {sum(sizes)} samples, the results have {len(samples or ())}",
+                file=f"cases/{key}.json",
+                field=f"round_sizes.{series.rpartition('.')[2]}",
+            )
+        return sizes
 
     def _result_status(
         self, key: str, case: CasePlan, benchmark: str, reprs: tuple[str, ...], value: float | None
@@ -362,7 +379,7 @@ class _Planner:
                         self._series(name, case),
                         "ok",
                         metric.value,
-                        None,
+                        metric.samples,
                         None,
                         None,
                         None,
@@ -372,6 +389,7 @@ class _Planner:
                         "",
                         _utc(record.recorded_at),
                         None,
+                        self._round_sizes(key, name, metric.samples) if self.rounds else None,
                     )
                 )
 
@@ -473,6 +491,8 @@ class _Planner:
             "started_at": _utc(record.started_at) if record else None,
             "finished_at": _utc(record.finished_at) if record else None,
             "gpu_state": gpu_state,
+            "ab_session": record.ab.session if record and record.ab else None,
+            "ab_side": record.ab.side if record and record.ab else None,
         }
 
 

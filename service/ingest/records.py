@@ -50,6 +50,15 @@ class ForkCheck(Strict):
     reason: str = ""
 
 
+class AbRounds(Strict):
+    """The A/B session a run belongs to (tewatch run --ab): both sides share `session`."""
+
+    session: str = Field(min_length=1, max_length=64)
+    side: Literal["base", "head"]
+    arm: str = Field(default="", max_length=64)  # the runner's name of the side (several heads may share a base)
+    rounds: int = Field(ge=1, le=1000)
+
+
 class RunRecord(Strict):
     schema_: Literal["tewatch.run/1"] = Field(alias="schema")
     profile: str = "full"
@@ -68,6 +77,7 @@ class RunRecord(Strict):
     gpu: GpuInfo | None = None
     gpu_state_before: GpuState | None = None
     gpu_state_after: GpuState | None = None
+    ab: AbRounds | None = None
 
 
 class Check(Strict):
@@ -86,6 +96,7 @@ class Check(Strict):
 class Metric(Strict):
     value: float
     unit: str
+    samples: list[float] | None = None  # per call, where the metric was measured call by call
 
 
 class CaseRecord(Strict):
@@ -97,6 +108,10 @@ class CaseRecord(Strict):
     extra_checks: list[Check] = Field(default_factory=list)
     metrics: dict[str, Metric] = Field(default_factory=dict)
     gpu_state: GpuState | None = None
+    perturbations: dict[str, int] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+    # A/B rounds: samples of each round per series of the case ("track_seconds", "kernel_seconds")
+    round_sizes: dict[str, list[Annotated[int, Field(ge=0)]]] = Field(default_factory=dict)
     recorded_at: datetime | None = None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,10 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from tewatch.runner.rounds import run_ab
 from tewatch.runner.suite import BACKENDS, RunError, RunOptions, run_suite
+
+DEFAULT_ROUNDS = 3
 
 
 def run(
@@ -24,7 +28,16 @@ def run(
     python: Annotated[str, typer.Option(help="the benchmark interpreter")] = sys.executable,
     launch_method: Annotated[str | None, typer.Option(
         help="asv's: spawn (a fresh interpreter per case) or forkserver (suites imported once); "
-             "default forkserver for --profile ci, spawn otherwise")] = None,
+             "default forkserver where the probe's fork check passes (always on CPU), spawn otherwise")] = None,
+    ab: Annotated[bool, typer.Option(
+        "--ab", help="A/B rounds: base (--python) and head (--head-python and/or --head-env) measured "
+                     "alternately, every case in a fresh process each round, into RESULTS_DIR/base and "
+                     "RESULTS_DIR/head")] = False,
+    rounds: Annotated[int, typer.Option(help="rounds per side with --ab")] = DEFAULT_ROUNDS,
+    head_python: Annotated[str | None, typer.Option(help="--ab: the head's interpreter (its own TE)")] = None,
+    head_env: Annotated[list[str] | None, typer.Option(
+        help="--ab: NAME=VALUE set for the head only (e.g. TEWATCH_PERTURB=...); repeatable")] = None,
+    head_commit: Annotated[str | None, typer.Option(help="--ab: file the head under this commit")] = None,
 ) -> None:
     """Run the asv suites against the installed Transformer Engine and keep the sidecar records."""
     console = Console(stderr=True)
@@ -34,6 +47,9 @@ def run(
         bench=bench, machine=machine, results_dir=results_dir, commit=commit, python=python,
         launch_method=launch_method,
     )
+    if ab:
+        _run_ab(console, opts, rounds, head_python, head_env or [], head_commit)
+        return
     try:
         with Progress(TextColumn("[bold]asv[/]"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
                       TimeElapsedColumn(), TextColumn("{task.description}"), console=console,
@@ -55,3 +71,32 @@ def run(
     console.print(f"sidecar  {outcome.sidecar}", highlight=False)
     console.print(f"commit   {outcome.commit} ({outcome.commit_source}); asv exit {outcome.asv_exit_code}; "
                   f"{outcome.wall_seconds:.1f} s; verdicts: {counts}", highlight=False)
+
+
+def _run_ab(console: Console, base: RunOptions, rounds: int, head_python: str | None, head_env: list[str],
+            head_commit: str | None) -> None:
+    extra = {}
+    for item in head_env:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            console.print(f"[red]tewatch run: --head-env wants NAME=VALUE, not {item!r}[/]", highlight=False)
+            raise typer.Exit(2)
+        extra[name] = value
+    if head_python is None and not extra:
+        console.print("[red]tewatch run: --ab needs --head-python or --head-env[/]", highlight=False)
+        raise typer.Exit(2)
+    folder = (base.results_dir or base.project / ".asv" / "results").resolve()
+    base_opts = replace(base, results_dir=folder / "base")
+    head_opts = replace(base, results_dir=folder / "head", python=head_python or base.python,
+                        extra_env=extra, commit=head_commit)
+    try:
+        outcome = run_ab([("base", base_opts), ("head", head_opts)], rounds,
+                         say=lambda text: console.print(f"[bold]ab[/] {text}", highlight=False))
+    except RunError as exc:
+        console.print(f"[red]tewatch run: {exc}[/]", highlight=False)
+        raise typer.Exit(1) from exc
+    for name, side in outcome.sides.items():
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(side.counts.items()))
+        console.print(f"{name:5s} {side.results_file} (commit {side.commit}); verdicts: {counts}", highlight=False)
+    console.print(f"{outcome.rounds} rounds in {outcome.wall_seconds:.1f} s (session {outcome.session})",
+                  highlight=False)

@@ -46,6 +46,7 @@ class RunOptions:
     python: str = sys.executable
     extra_env: dict[str, str] = field(default_factory=dict)
     launch_method: str | None = None  # None: forkserver where the probe's fork check passed
+    append_samples: bool = False  # keep the samples already stored under the commit (A/B rounds)
 
     def asv_launch_method(self, fork: dict[str, Any]) -> str:
         """asv's forkserver imports the suites, torch and TE once and forks a child per case; on a GPU
@@ -219,6 +220,8 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
             f"--machine={machine_name}", "-e", "--record-samples", f"--launch-method={launch_method}"]
     if opts.bench:
         args += ["--bench", opts.bench]
+    if opts.append_samples:
+        args.append("--append-samples")
     try:
         exit_code, log = _asv_run(opts, args, env, progress)
     except BaseException:  # interrupted (a time limit's SIGINT): the earlier chunks stay as they were

@@ -101,6 +101,11 @@ class PrComparison(Base):
     between_run_sigma: Mapped[float | None] = mapped_column(Float)
     # where between_run_sigma came from (tewatch.detect.compare.NoiseSource); null before detector 2.2
     noise_source: Mapped[str | None] = mapped_column(String(16))
+    # A/B rounds paired in the comparison (null: single runs), the modes of an `unstable` case, and
+    # whether this series is the steadier timing of its case (the one that says `unchanged`)
+    rounds: Mapped[int | None] = mapped_column(Integer)
+    modes: Mapped[list | None] = mapped_column(JSON)
+    primary: Mapped[bool | None] = mapped_column(Boolean)
     min_effect: Mapped[float] = mapped_column(Float)
     detector_version: Mapped[str] = mapped_column(String(120))
     config: Mapped[dict] = mapped_column(JSON, default=dict)

@@ -162,6 +162,9 @@ class Run(Base):
     gpu_state: Mapped[dict] = mapped_column(JSON, default=dict)
     # counts by result status and verdict status, written once at ingest so listings need no scan
     summary: Mapped[dict] = mapped_column(JSON, default=dict)
+    # A/B rounds (tewatch run --ab): the session both sides share, and which side this run is
+    ab_session: Mapped[str | None] = mapped_column(String(64), index=True)
+    ab_side: Mapped[str | None] = mapped_column(String(8))
     machine: Mapped[Machine] = relationship()
     environment: Mapped[Environment] = relationship()
     commit: Mapped[Commit] = relationship()
@@ -191,6 +194,8 @@ class Result(Base):
     benchmark_version: Mapped[str] = mapped_column(String(80), default="")
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     duration: Mapped[float | None] = mapped_column(Float)
+    # samples of each A/B round, in order: `samples` is their concatenation
+    round_sizes: Mapped[list | None] = mapped_column(JSON)
 
 
 class Verdict(Base):
