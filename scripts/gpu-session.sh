@@ -67,7 +67,7 @@ plan_ab() {
   CUDA_VISIBLE_DEVICES=0 job cuda_tests python3 -m pytest -q -p no:cacheprovider tests/emulation/test_cuda.py
   CUDA_VISIBLE_DEVICES=0 job campaign_ab timeout --signal=INT --kill-after=30 1500 \
     python3 -m tewatch campaign --profile quick --perturb "$perturb_ab" --pr 1 --aa --rounds 3 \
-    --deadline "${AB_DEADLINE:-1150}" --out "$results/campaign_ab"
+    --deadline "${AB_DEADLINE:-1250}" --out "$results/campaign_ab"
 }
 
 pack() {

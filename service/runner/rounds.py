@@ -61,10 +61,11 @@ def run_ab(sides: list[tuple[str, RunOptions]], rounds: int, deadline_s: float |
     state = [_Side(name, options) for name, options in sides]
     started = time.monotonic()
     timed: str | None = None
+    share = 1.0  # of round 1's cases that later rounds run again
     per_round: list[dict[str, float]] = []
     for index in range(1, rounds + 1):
         if index > 1 and deadline_s is not None:
-            last = sum(per_round[-1].values())
+            last = sum(per_round[-1].values()) * (share if index == 2 else 1.0)
             if time.monotonic() - started + last > deadline_s:
                 say(f"round {index} would end past the deadline: {index - 1} rounds")
                 break
@@ -76,7 +77,7 @@ def run_ab(sides: list[tuple[str, RunOptions]], rounds: int, deadline_s: float |
             seconds[side.name] = round(time.monotonic() - t0, 1)
         per_round.append(seconds)
         if index == 1:
-            timed = _timed_cases_regex(state)
+            timed, share = _timed_cases_regex(state)
             if timed is None:
                 say("no case produced a timing in round 1: one round only")
                 break
@@ -155,9 +156,11 @@ def _sample_counts(data: dict[str, Any], benchmarks: dict[str, Any]) -> list[tup
     return out
 
 
-def _timed_cases_regex(sides: list[_Side]) -> str | None:
-    """asv's --bench regex for the parameter combinations that produced a timing on either side."""
+def _timed_cases_regex(sides: list[_Side]) -> tuple[str | None, float]:
+    """asv's --bench regex for the parameter combinations that produced a timing on any side, and their
+    share of all combinations (at least 0.4: a timed case costs more than a skipped one)."""
     names: set[str] = set()
+    combinations = 0
     for side in sides:
         assert side.outcome is not None
         data = results.load(side.outcome.results_file)
@@ -167,12 +170,14 @@ def _timed_cases_regex(sides: list[_Side]) -> str | None:
             values = row[columns.index("result")] or []
             param_lists = row[columns.index("params")] or []
             combos = _product(param_lists)
+            combinations = max(combinations, 0) + (len(combos) if side is sides[0] else 0)
             for combo, value in zip(combos, values):
                 if isinstance(value, float) and value == value:
                     names.add(f"{name}({', '.join(combo)})" if combo else name)
     if not names:
-        return None
-    return "^(?:" + "|".join(re.escape(n) for n in sorted(names)) + ")$"
+        return None, 0.0
+    share = max(0.4, min(1.0, len(names) / max(combinations, 1)))
+    return "^(?:" + "|".join(re.escape(n) for n in sorted(names)) + ")$", share
 
 
 def _product(param_lists: list[list[str]]) -> list[tuple[str, ...]]:
