@@ -37,7 +37,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable
@@ -46,7 +45,9 @@ from typing import Any
 ENV = "TEWATCH_PERTURB"
 # perturbation name -> patched calls since the last reset (benchmarks.harness.case reads it per timing)
 touched: Counter[str] = Counter()
-CALIBRATION_CALLS = 5
+# calls of each input shape that measure the original; the first ones are cold (allocations, caches)
+CALIBRATION_CALLS = 8
+COLD_CALLS = 3
 
 
 def requested() -> set[str]:
@@ -125,8 +126,9 @@ def _shape_key(args: tuple, kwargs: dict) -> Hashable:
 
 def slower_by(name: str, original: Callable, fraction: float,
               clock_factory: Callable[[], Any] = _default_clock) -> Callable:
-    """`original`, taking `fraction` longer: the first calls of each input shape measure it (median of
-    CALIBRATION_CALLS), every call after them is followed by a delay of that share."""
+    """`original`, taking `fraction` longer: the first CALIBRATION_CALLS calls of each input shape measure
+    it (the fastest of those after COLD_CALLS: the first calls of a case are its checks and warm-up, two
+    to three times slower on an H200), every call after them is followed by a delay of that share."""
     clock = None
     delays: dict[Hashable, float] = {}
     measured: dict[Hashable, list[float]] = {}
@@ -145,7 +147,7 @@ def slower_by(name: str, original: Callable, fraction: float,
         times = measured.setdefault(key, [])
         times.append(clock.elapsed(lambda: result.append(original(*args, **kwargs))))
         if len(times) >= CALIBRATION_CALLS:
-            delays[key] = fraction * statistics.median(times)
+            delays[key] = fraction * min(times[COLD_CALLS:])
         return result[0]
 
     return slower
