@@ -247,7 +247,10 @@ def check_correctness(session: Session, run: Run, public_url: str, summary: Dete
                 Alert.kind == AlertKind.correctness, Alert.case_id == case.id, Alert.branch == run.branch,
                 Alert.pr_number.is_(None), Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged])))
             for alert in open_ones:
-                change_status(session, alert, AlertStatus.resolved, "detector", f"passes again in run {run.id}")
+                sha = run.commit.sha
+                change_status(session, alert, AlertStatus.resolved, "detector",
+                              f"passes again in run {run.id} at commit {sha}")
+                alert.details = {**(alert.details or {}), "fixed_by_commit": sha, "fixed_by_run": run.id}
                 summary.resolved_alerts += 1
     return rows
 

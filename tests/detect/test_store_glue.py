@@ -88,6 +88,10 @@ def test_correctness_alert_when_a_case_leaves_pass_and_resolution_when_it_return
         [alert] = session.scalars(select(Alert)).all()
         assert alert.kind == AlertKind.correctness and alert.status == AlertStatus.resolved
         assert [c.to_status for c in alert.status_changes] == ["open", "resolved"]
+        # the resolution names the commit that fixed it, in the history and in the alert
+        assert alert.details["fixed_by_commit"] == f"{5:040x}" and alert.details["fixed_by_run"] == ids[5]
+        assert alert.details["status"] == "error"  # what it was opened for is kept
+        assert f"{5:040x}" in alert.status_changes[-1].note
     [payload] = events(engine, "correctness.failed")
     assert payload["previous"] == "pass" and payload["status"] == "error"
 
