@@ -20,7 +20,7 @@ from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session
 from tewatch.dashboards import detection
 from tewatch.dashboards.status import Severity, severity
-from tewatch.detect.store_glue import FAILING as REPORT_FAILING, is_new_failure, previous_verdicts
+from tewatch.detect.store_glue import FAILING as REPORT_FAILING, FixedCase, fixed_cases, is_new_failure, previous_verdicts
 from tewatch.store.alert_models import Alert, AlertStatusChange, Detection, PrComparison
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.key_lists import in_key_list
@@ -833,24 +833,25 @@ class PrFailure:
 @dataclass
 class PrFailures:
     """A pull request's failing verdicts, split the way its `pr.report` splits them: `new` are the report's
-    correctness failures, `known` failed (or at least did not pass) on the merge base already."""
+    correctness failures, `known` failed (or at least did not pass) on the merge base already; and `fixed`,
+    the report's cases fixed by the pull request (failing on the merge base, passing on the head)."""
 
     new: list[PrFailure] = field(default_factory=list)
     known: list[PrFailure] = field(default_factory=list)
+    fixed: list[FixedCase] = field(default_factory=list)
 
 
 def pr_failures(session: Session, runs: Sequence[Run]) -> PrFailures:
     """Failing verdicts of a pull request's head runs, each against its merge base as detection sees it
-    (the report's `previous_verdicts` and `FAILING`)."""
+    (the report's `previous_verdicts` and `FAILING`), and the cases each run fixes (`fixed_cases`)."""
     out = PrFailures()
     for run in runs:
+        before = previous_verdicts(session, run)
+        out.fixed += fixed_cases(session, run, before)
         rows = session.execute(
             select(Case, Verdict).join(Verdict, Verdict.case_id == Case.id)
             .where(Verdict.run_id == run.id, Verdict.status.in_(REPORT_FAILING)).order_by(Case.case_name, Case.id)
         ).all()
-        if not rows:
-            continue
-        before = previous_verdicts(session, run)
         for case, verdict in rows:
             previous = before.get(case.id)
             failure = PrFailure(case, verdict, previous.value if previous else "")

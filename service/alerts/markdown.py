@@ -1,5 +1,6 @@
-"""The `pr.report` Markdown body, ready to post as a PR comment: correctness first, then the largest
-regressions with effect and interval, then improvements, with links to the dashboard.
+"""The `pr.report` Markdown body, ready to post as a PR comment: correctness first, then the cases the PR
+fixes (failing on the merge base, passing on the head), then the largest regressions with effect and
+interval, then improvements, with links to the dashboard.
 
 Everything in it that came from an upload (benchmark names, params, error text from PR code) is escaped
 so it cannot break the table or inject HTML.
@@ -23,6 +24,16 @@ class CorrectnessRow:
 
 
 @dataclass(frozen=True)
+class FixedRow:
+    """A case failing on the merge base and passing on the head."""
+
+    case: str
+    previous: str  # its failing status on the merge base: fail_accuracy, error, timeout or oom
+    detail: str  # what it failed with there
+    case_id: int | None = None
+
+
+@dataclass(frozen=True)
 class TimingRow:
     benchmark: str
     unit: str
@@ -42,6 +53,7 @@ class PrReport:
     gpu_model: str
     public_url: str
     correctness: list[CorrectnessRow] = field(default_factory=list)
+    fixed: list[FixedRow] = field(default_factory=list)
     regressions: list[TimingRow] = field(default_factory=list)
     improvements: list[TimingRow] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)  # verdict -> number of comparisons
@@ -84,6 +96,23 @@ def percent(value: float) -> str:
     return f"{value * 100:+.1f} %"
 
 
+def _short(text: str) -> str:
+    text = escape_cell(text)
+    return text[: MESSAGE_CHARS - 1] + "…" if len(text) > MESSAGE_CHARS else text
+
+
+def _fixed_table(rows: list[FixedRow], base_url: str) -> list[str]:
+    lines = ["| case | base | head | it failed with |", "|---|---|---|---|"]
+    for row in rows[:MAX_ROWS]:
+        name = code(row.case)
+        if row.case_id is not None:
+            name = f"[{name}]({base_url}/case/{row.case_id})"
+        lines.append(f"| {name} | {escape_cell(row.previous)} | **pass** | {_short(row.detail)} |")
+    if len(rows) > MAX_ROWS:
+        lines.append(f"| … and {len(rows) - MAX_ROWS} more | | | |")
+    return lines
+
+
 def _timing_table(rows: list[TimingRow], base_url: str, pr_number: int) -> list[str]:
     lines = ["| benchmark | base | head | change | 95 % interval |", "|---|---|---|---|---|"]
     for row in rows[:MAX_ROWS]:
@@ -105,6 +134,7 @@ def render_pr_report(report: PrReport) -> str:
     noun = "case" if report.case_counts else "comparison"
     parts = [
         plural(len(report.correctness), "correctness failure"),
+        *([f"{len(report.fixed)} fixed"] if report.fixed else []),
         plural(counts.get("regression", 0), "regression"),
         plural(counts.get("improvement", 0), "improvement"),
         f"{counts.get('unchanged', 0)} unchanged",
@@ -127,19 +157,21 @@ def render_pr_report(report: PrReport) -> str:
     if report.correctness:
         lines += ["### Correctness", "", "| case | base | head | detail |", "|---|---|---|---|"]
         for row in report.correctness[:MAX_ROWS]:
-            detail = escape_cell(row.detail)
-            if len(detail) > MESSAGE_CHARS:
-                detail = detail[: MESSAGE_CHARS - 1] + "…"
-            lines.append(f"| {code(row.case)} | {row.previous or 'new'} | **{escape_cell(row.status)}** | {detail} |")
+            lines.append(f"| {code(row.case)} | {row.previous or 'new'} | **{escape_cell(row.status)}** "
+                         f"| {_short(row.detail)} |")
         if len(report.correctness) > MAX_ROWS:
             lines.append(f"| … and {len(report.correctness) - MAX_ROWS} more | | | |")
         lines.append("")
+    if report.fixed:
+        lines += ["### Fixed by this pull request", "",
+                  "Failing on the merge base, passing here.", "", *_fixed_table(report.fixed, base_url), ""]
     if report.regressions:
         lines += ["### Largest regressions", "", *_timing_table(report.regressions, base_url, report.pr_number), ""]
     if report.improvements:
         lines += ["### Improvements", "", *_timing_table(report.improvements, base_url, report.pr_number), ""]
     if not (report.correctness or report.regressions or report.improvements):
-        lines += ["No correctness failure and no timing change beyond the minimum effect.", ""]
+        new = "new " if report.fixed else ""
+        lines += [f"No {new}correctness failure and no timing change beyond the minimum effect.", ""]
     lines += [
         f"[This PR on the dashboard]({base_url}/pr/{report.pr_number}) · [Open alerts]({base_url}/alerts)",
         "",

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.lifecycle import change_status, open_alert
-from tewatch.alerts.markdown import CorrectnessRow, PrReport, TimingRow, render_pr_report
+from tewatch.alerts.markdown import CorrectnessRow, FixedRow, PrReport, TimingRow, render_pr_report
 from tewatch.detect.changepoint import ChangePoint, clip_outliers, detect_change_points, robust_sigma
 from tewatch.detect.compare import ComparePair, CompareVerdict, Comparison, Side, compare_sweep
 from tewatch.detect.config import ChangePointConfig, CompareConfig
@@ -247,9 +247,80 @@ def check_correctness(session: Session, run: Run, public_url: str, summary: Dete
                 Alert.kind == AlertKind.correctness, Alert.case_id == case.id, Alert.branch == run.branch,
                 Alert.pr_number.is_(None), Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged])))
             for alert in open_ones:
-                change_status(session, alert, AlertStatus.resolved, "detector", f"passes again in run {run.id}")
+                sha = run.commit.sha
+                change_status(session, alert, AlertStatus.resolved, "detector",
+                              f"passes again in run {run.id} at commit {sha}")
+                alert.details = {**(alert.details or {}), "fixed_by_commit": sha, "fixed_by_run": run.id}
                 summary.resolved_alerts += 1
     return rows
+
+
+@dataclass(frozen=True)
+class FixedCase:
+    """A case a pull request fixes: failing on the merge base (`base`, the verdict `previous_verdicts` saw
+    there), passing in the pull request's run (`verdict`)."""
+
+    case: Case
+    verdict: Verdict
+    base: Verdict
+
+
+def fixed_cases(session: Session, run: Run, before: dict[int, VerdictStatus] | None = None) -> list[FixedCase]:
+    """The cases a pull-request run fixes: their verdict on the merge base's runs fails (FAILING) and
+    their verdict in this run is `pass`; ordered by case. Empty for a run that is not a pull request's."""
+    if run.pr_number is None:
+        return []
+    before = previous_verdicts(session, run) if before is None else before
+    passing = session.execute(
+        select(Verdict, Case).join(Case, Verdict.case_id == Case.id)
+        .where(Verdict.run_id == run.id, Verdict.status == VerdictStatus.passed)
+    ).all()
+    candidates = {case.id: (case, verdict) for verdict, case in passing if before.get(case.id) in FAILING}
+    if not candidates:
+        return []
+    base_ids = [r.id for r in merge_base_runs(session, run)]
+    base: dict[int, Verdict] = {}
+    ids = sorted(candidates)
+    for start in range(0, len(ids), 500):
+        query = select(Verdict).where(Verdict.run_id.in_(base_ids), Verdict.case_id.in_(ids[start : start + 500]))
+        for verdict in session.scalars(query.order_by(Verdict.run_id, Verdict.id)):
+            if verdict.status == before[verdict.case_id]:  # the failure previous_verdicts saw, the latest run's
+                base[verdict.case_id] = verdict
+    fixed = [FixedCase(case, verdict, base[case_id]) for case_id, (case, verdict) in candidates.items()
+             if case_id in base]
+    return sorted(fixed, key=lambda f: (_case_label(f.case), f.case.gpu_model, f.case.id))
+
+
+def _base_alerts(session: Session, base_runs: list[Run], case_ids: list[int]) -> dict[int, list[int]]:
+    """Correctness alerts still open (or acknowledged) on the merge base's branches, by case."""
+    branches = sorted({r.branch for r in base_runs if r.branch})
+    out: dict[int, list[int]] = defaultdict(list)
+    if not branches or not case_ids:
+        return out
+    for start in range(0, len(case_ids), 500):
+        query = select(Alert.case_id, Alert.id).where(
+            Alert.kind == AlertKind.correctness, Alert.case_id.in_(case_ids[start : start + 500]),
+            Alert.branch.in_(branches), Alert.pr_number.is_(None),
+            Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged]),
+        ).order_by(Alert.id)
+        for case_id, alert_id in session.execute(query):
+            out[case_id].append(alert_id)
+    return out
+
+
+def fixed_payload(session: Session, base_runs: list[Run], fixed: list[FixedCase], public_url: str) -> list[dict]:
+    """The `fixed` list of the `pr.report` payload: each fixed case with what it failed with on the merge
+    base, and the correctness alerts still open for it there (merging the fix resolves them)."""
+    base_url = public_url.rstrip("/")
+    alerts = _base_alerts(session, base_runs, [f.case.id for f in fixed])
+    return [{
+        "case": _case_label(f.case), "case_id": f.case.id, "gpu_model": f.case.gpu_model,
+        "previous": f.base.status.value, "previous_detail": _verdict_detail(f.base), "check": f.base.check,
+        "exception_class": f.base.exception_class, "message": f.base.message, "metric": f.base.metric,
+        "value": f.base.metric_value, "tolerance": f.base.tolerance, "base_run_id": f.base.run_id,
+        "status": f.verdict.status.value, "open_alert_ids": alerts.get(f.case.id, []),
+        "links": {"case": f"{base_url}/case/{f.case.id}"},
+    } for f in fixed]
 
 
 # pull requests ---------------------------------------------------------------------------------------------
@@ -341,8 +412,11 @@ def case_verdicts(comparisons: list[tuple[int, SeriesInfo, Comparison]], primary
 
 def compare_pull_request(
     session: Session, run: Run, correctness: list[CorrectnessRow], public_url: str, config: CompareConfig,
-    summary: DetectSummary,
+    summary: DetectSummary, fixed: list[FixedCase] | None = None,
 ) -> PrReport | None:
+    """The PR's timing comparisons against its merge base, its alerts, and the `pr.report` event; `fixed`
+    (from `fixed_cases`) are the cases it makes pass again, computed here when not given."""
+    fixed = fixed_cases(session, run) if fixed is None else fixed
     base_runs = merge_base_runs(session, run)
     same_session = [r for r in base_runs if run.ab_session and r.ab_session == run.ab_session]
     paired = bool(same_session)
@@ -378,6 +452,7 @@ def compare_pull_request(
     report = PrReport(
         pr_number=run.pr_number, head_sha=run.commit.sha, base_sha=run.merge_base_sha or "",
         gpu_model=run.machine.gpu_model, public_url=public_url, correctness=correctness,
+        fixed=[FixedRow(_case_label(f.case), f.base.status.value, _verdict_detail(f.base), f.case.id) for f in fixed],
         min_effect=config.min_effect, alpha=config.alpha, detector_version=DETECTOR_VERSION,
         case_counts=dict(Counter(by_case.values())), rounds=rounds,
     )
@@ -420,6 +495,7 @@ def compare_pull_request(
         "correctness_failures": len(correctness),
         "markdown": render_pr_report(report), "detector_version": DETECTOR_VERSION,
         "links": {"pr": f"{public_url.rstrip('/')}/pr/{run.pr_number}", "alerts": f"{public_url.rstrip('/')}/alerts"},
+        "fixed": fixed_payload(session, base_runs, fixed, public_url),
     })
     summary.events += 1
     return report

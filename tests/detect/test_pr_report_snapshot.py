@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
-from tewatch.alerts.markdown import CorrectnessRow, PrReport, TimingRow, render_pr_report
+from tewatch.alerts.markdown import CorrectnessRow, FixedRow, PrReport, TimingRow, render_pr_report
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
@@ -30,10 +30,22 @@ def report(**overrides) -> PrReport:
     return PrReport(**fields)
 
 
+FIXED = [
+    FixedRow(f"contracts.ShapeContract(rank={rank}, recipe=nvfp4, shape={shape})", "error",
+             f"shape_contract: ValueError: nvfp4 needs the last two dims divisible by 16, got {shape} | <b>x</b>",
+             20 + i)
+    for i, (rank, shape) in enumerate([(3, "2x3x1024"), (3, "4x7x256"), (4, "2x2x3x1024")])
+] + [FixedRow("linear.Linear(recipe=nvfp4)", "fail_accuracy",
+              "compiled_vs_eager: max_abs_err = 0.5 > tolerance 0.01", None)]
+
+
 @pytest.mark.parametrize("name, overrides", [
     ("pr_report_full", {}),
     ("pr_report_quiet", {"correctness": [], "regressions": [], "improvements": [],
                          "counts": {"unchanged": 44, "inconclusive": 2}}),
+    ("pr_report_fixed", {"fixed": FIXED}),
+    ("pr_report_only_fixed", {"correctness": [], "regressions": [], "improvements": [], "fixed": FIXED[:1],
+                              "counts": {"unchanged": 44}}),
 ])
 def test_pr_report_markdown_matches_its_snapshot(name, overrides):
     rendered = render_pr_report(report(**overrides))
@@ -49,3 +61,20 @@ def test_correctness_comes_before_timing_and_upload_text_is_escaped():
     assert "<script>" not in rendered and "&lt;script&gt;" in rendered
     assert "\\| &lt;script" in rendered  # a pipe cannot end the table cell
     assert "https://tewatch.example/series/11" in rendered and "https://tewatch.example/pr/3626" in rendered
+
+
+def test_fixes_come_after_correctness_failures_and_before_timing():
+    rendered = render_pr_report(report(fixed=FIXED))
+    assert (rendered.index("### Correctness") < rendered.index("### Fixed by this pull request")
+            < rendered.index("### Largest regressions"))
+    assert "4 fixed" in rendered and "https://tewatch.example/case/21" in rendered
+    assert "<b>" not in rendered and "&lt;b&gt;" in rendered
+    assert "### Fixed" not in render_pr_report(report())
+    many = render_pr_report(report(fixed=FIXED * 3))
+    assert "12 fixed" in many and "| … and 2 more | | | |" in many
+
+
+def test_a_report_with_only_fixes_does_not_say_nothing_happened():
+    rendered = render_pr_report(report(correctness=[], regressions=[], improvements=[], fixed=FIXED[:1]))
+    assert "No correctness failure" not in rendered and "No new correctness failure" in rendered
+    assert "ValueError: nvfp4 needs" in rendered

@@ -88,6 +88,10 @@ def test_correctness_alert_when_a_case_leaves_pass_and_resolution_when_it_return
         [alert] = session.scalars(select(Alert)).all()
         assert alert.kind == AlertKind.correctness and alert.status == AlertStatus.resolved
         assert [c.to_status for c in alert.status_changes] == ["open", "resolved"]
+        # the resolution names the commit that fixed it, in the history and in the alert
+        assert alert.details["fixed_by_commit"] == f"{5:040x}" and alert.details["fixed_by_run"] == ids[5]
+        assert alert.details["status"] == "error"  # what it was opened for is kept
+        assert f"{5:040x}" in alert.status_changes[-1].note
     [payload] = events(engine, "correctness.failed")
     assert payload["previous"] == "pass" and payload["status"] == "error"
 
@@ -124,3 +128,42 @@ def test_pull_request_is_compared_with_the_merge_base_on_its_own_machine_where_t
     with Session(engine) as session:
         [comparison] = session.scalars(select(PrComparison)).all()
     assert comparison.n_base == 30 and comparison.effect == pytest.approx(0.0, abs=0.01)
+
+
+def test_a_pull_request_that_makes_a_failing_case_pass_reports_it_as_fixed(engine):
+    with Session(engine) as session, session.begin():
+        history = StoreHistory(session)
+        first = history.add_run(f"{0:040x}", 1e-3, VerdictStatus.passed).id
+        ids = [history.add_run(f"{i:040x}", 1e-3, VerdictStatus.error).id for i in range(1, 30)]
+        head_id = history.add_run("f" * 40, 1e-3, VerdictStatus.passed, pr_number=3700, merge_base=f"{29:040x}").id
+        case_id = history.case.id
+    assert detect_after_upload(engine, first, URL).correctness_alerts == 0
+    assert detect_after_upload(engine, ids[0], URL).correctness_alerts == 1  # open on main
+    summary = detect_after_upload(engine, head_id, URL)
+    assert summary.correctness_alerts == 0 and summary.resolved_alerts == 0
+    with Session(engine) as session:
+        [alert] = session.scalars(select(Alert)).all()
+    assert alert.status == AlertStatus.open  # the fix is not on main yet
+
+    [report] = events(engine, "pr.report")
+    assert report["correctness_failures"] == 0 and report["counts"] == {"unchanged": 1}
+    [fixed] = report["fixed"]
+    assert fixed["case"] == "gemm.Gemm(recipe=nvfp4)" and fixed["case_id"] == case_id
+    assert fixed["gpu_model"] == "NVIDIA H200" and fixed["previous"] == "error" and fixed["status"] == "pass"
+    assert fixed["exception_class"] == "RuntimeError" and fixed["message"] == "shape '[2, 2, 1024]' is invalid"
+    assert fixed["previous_detail"] == "compiled_vs_eager: RuntimeError: shape '[2, 2, 1024]' is invalid"
+    assert fixed["base_run_id"] == ids[-1] and fixed["open_alert_ids"] == [alert.id]
+    assert fixed["links"]["case"] == f"{URL}/case/{case_id}"
+    markdown = report["markdown"]
+    assert "### Fixed by this pull request" in markdown and "No correctness failure" not in markdown
+    assert f"({URL}/case/{case_id})" in markdown and "RuntimeError: shape" in markdown
+
+
+def test_a_pull_request_that_fixes_nothing_has_an_empty_fixed_list(engine):
+    with Session(engine) as session, session.begin():
+        history = StoreHistory(session)
+        history.add_run("a" * 40, 1e-3, VerdictStatus.passed)
+        still = history.add_run("f" * 40, 1e-3, VerdictStatus.error, pr_number=8, merge_base="a" * 40).id
+    detect_after_upload(engine, still, URL)
+    [report] = events(engine, "pr.report")
+    assert report["fixed"] == [] and "### Fixed" not in report["markdown"]
