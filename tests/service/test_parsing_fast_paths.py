@@ -21,7 +21,7 @@ JSON_TEXTS = [
     b'{"a": [1, 2.5, -0.0, 1e400, NaN, -Infinity], "b": {"c": null, "d": true}}',
     b'{"a": 1, "a": 2}',
     b'{"big": 123456789012345678901234567890, "esc": "\\u00e9\\n\\"", "raw": "\xc3\xa9"}',
-    b'{"lone": "\\ud800"}',  # the json module keeps a lone surrogate
+    b'{"pair": "\\ud83d\\ude00"}',  # a surrogate pair is one character
     b"\xef\xbb\xbf{}",  # a byte-order mark is refused
     b'{"a": 1} x',
     b'["\xff"]',
@@ -54,6 +54,24 @@ def test_load_json_equals_the_json_module(content):
     except IngestError:
         ours = "refused"
     assert _same(ours, _json_module(content))
+
+
+@pytest.mark.parametrize(
+    ("content", "message", "line", "column"),
+    [
+        (b'{"lone": "\\ud800"}', "lone UTF-16 surrogate", 1, 17),  # the json module would keep it
+        (b'["ok", "\\udc00"]', "lone UTF-16 surrogate", 1, 14),
+        (b"[" * 300 + b"]" * 300, "nested more than 200 levels", 1, 202),
+        (b"[" * 3000 + b"]" * 3000, "nested more than 200 levels", None, None),  # RecursionError there
+        (b"[1" + b"0" * 5000 + b"]", "too many digits", 1, 4303),  # ValueError there
+    ],
+    ids=["lone-high", "lone-low", "deep", "deeper-than-python", "digits"],
+)
+def test_load_json_refuses_what_the_json_module_takes_but_no_column_keeps(content, message, line, column):
+    with pytest.raises(IngestError) as refused:
+        load_json(content, "f")
+    assert message in refused.value.message and refused.value.status_code == 400
+    assert (refused.value.line, refused.value.column) == (line, column)
 
 
 def _record_or_error(content: bytes):
