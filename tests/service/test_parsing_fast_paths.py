@@ -14,6 +14,7 @@ from tewatch.ingest.fingerprints import cached_case_id, case_id, digest_of, seri
 from tewatch.store.gc_pause import collector_paused
 from tewatch.ingest.jsonfile import load_json
 from tewatch.ingest.records import CaseRecord, parse_record
+from tewatch.store.limits import json_problem
 
 from tests.service.uploads import all_fixture_runs
 
@@ -87,9 +88,10 @@ def _record_the_slow_way(content: bytes):
     except ValueError:
         return "refused"
     try:
-        return CaseRecord.model_validate(data).model_dump()
+        record = CaseRecord.model_validate(data).model_dump()
     except ValueError:
         return "refused"
+    return "refused" if json_problem(record) else record  # what the store cannot keep
 
 
 def _case_files() -> list[bytes]:
