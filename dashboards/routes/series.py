@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.orm import Session
+from tewatch.api.params import OptionalQueryInt, PathInt
 from tewatch.dashboards import queries, series_chart
 from tewatch.dashboards.deps import get_session
 from tewatch.dashboards.plots import render_series_svg, svg_cache
@@ -29,8 +30,8 @@ def parse_last(last: str) -> int | None:
 
 
 @router.get("/series/{series_id}", response_class=HTMLResponse)
-def series_page(request: Request, series_id: int, session: Annotated[Session, Depends(get_session)],
-                branch: str = "", last: str = "300", pr: int | None = None) -> HTMLResponse:
+def series_page(request: Request, series_id: PathInt, session: Annotated[Session, Depends(get_session)],
+                branch: str = "", last: str = "300", pr: OptionalQueryInt = None) -> HTMLResponse:
     header = queries.series_header(session, series_id)
     if header is None:
         return error_page(request, 404, f"There is no series {series_id}.")
@@ -52,8 +53,8 @@ def series_page(request: Request, series_id: int, session: Annotated[Session, De
 
 
 @router.get("/series/{series_id}/points.json")
-def series_points(series_id: int, session: Annotated[Session, Depends(get_session)], branch: str = "",
-                  last: str = "300", pr: int | None = None) -> Response:
+def series_points(series_id: PathInt, session: Annotated[Session, Depends(get_session)], branch: str = "",
+                  last: str = "300", pr: OptionalQueryInt = None) -> Response:
     header = queries.series_header(session, series_id)
     if header is None:
         return JSONResponse({"detail": f"There is no series {series_id}."}, status_code=404)
@@ -66,8 +67,8 @@ def series_points(series_id: int, session: Annotated[Session, Depends(get_sessio
 
 
 @router.get("/series/{series_id}/plot.svg")
-def series_svg(series_id: int, session: Annotated[Session, Depends(get_session)], branch: str = "",
-               last: str = "300", pr: int | None = None) -> Response:
+def series_svg(series_id: PathInt, session: Annotated[Session, Depends(get_session)], branch: str = "",
+               last: str = "300", pr: OptionalQueryInt = None) -> Response:
     header = queries.series_header(session, series_id)
     if header is None:
         return Response(f"There is no series {series_id}.", status_code=404, media_type="text/plain")
