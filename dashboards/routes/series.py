@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import orjson
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.orm import Session
@@ -63,7 +64,9 @@ def series_points(series_id: PathInt, session: Annotated[Session, Depends(get_se
     except BadRange as exc:
         return JSONResponse({"detail": str(exc)}, status_code=400)
     chart = series_chart.build(session, header, branch.strip(), last=n, pr=pr)
-    return JSONResponse(chart.as_json())
+    # orjson writes a non-finite number as null (JSON has none): an infinite value stored before uploads
+    # refused them, or one a computation overflowed to, is a gap in the chart instead of a 500
+    return Response(orjson.dumps(chart.as_json(), option=orjson.OPT_NON_STR_KEYS), media_type="application/json")
 
 
 @router.get("/series/{series_id}/plot.svg")
