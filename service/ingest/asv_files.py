@@ -151,6 +151,9 @@ def _int_column(values: list[Any], file: str, where: str) -> list[int | None]:
     if not set(map(type, values)) <= {int}:
         values = [_finite_or_none(v, file, f"{where}[{i}]") for i, v in enumerate(values)]
         values = [None if v is None else int(v) for v in values]
+    present = [v for v in values if v is not None]
+    if not present or (min(present) >= 0 and max(present) <= INT32_MAX):
+        return values
     for i, value in enumerate(values):
         problem = value is not None and int_problem(value, 0, INT32_MAX)
         if problem:

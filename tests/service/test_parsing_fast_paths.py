@@ -155,6 +155,34 @@ def test_results_statistics_are_checked_column_by_column():
     assert bad.value.field == "results.m.C.time_x.samples[1]"
 
 
+@pytest.mark.parametrize(
+    ("columns", "field", "words"),
+    [
+        ({"stats_number": [1, 2**31]}, "stats_number[1]", "out of range"),
+        ({"stats_repeat": [-1, 5]}, "stats_repeat[0]", "out of range"),
+        ({"stats_number": [1, 3e9]}, "stats_number[1]", "out of range"),
+        ({"stats_q_25": [0.5, 10**400]}, "stats_q_25[1]", "range of a float"),
+        ({"samples": [[1.0], [2.0, 10**400]]}, "samples[1]", "range of a float"),
+    ],
+)
+def test_results_cells_the_store_cannot_keep_are_refused_by_name(columns, field, words):
+    with pytest.raises(IngestError) as refused:
+        parse_results(_results_file(**columns))
+    assert refused.value.field == f"results.m.C.time_x.{field}" and words in refused.value.message
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), 10**400])
+def test_an_infinite_or_too_large_result_is_refused_and_nan_stays_a_skip(value):
+    document = json.loads(_results_file())
+    document["results"]["m.C.time_x"][0] = [float("nan"), value]
+    with pytest.raises(IngestError) as refused:
+        parse_results(json.dumps(document).encode())
+    assert refused.value.field == "results.m.C.time_x.result[1]"
+    document["results"]["m.C.time_x"][0] = [float("nan"), None]
+    skipped, failed = (c.value for c in parse_results(json.dumps(document).encode()).benchmarks[0].combos)
+    assert math.isnan(skipped) and failed is None
+
+
 def test_results_without_the_optional_columns_parse():
     combos = parse_results(_results_file()).benchmarks[0].combos
     assert [(c.value, c.samples, c.number) for c in combos] == [(1.0, None, None), (2.0, None, None)]
