@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
+from tewatch.api.params import PathInt
 from tewatch.dashboards import queries
 from tewatch.dashboards.deps import get_session
 from tewatch.dashboards.routes.common import error_page, render
@@ -16,7 +17,7 @@ router = APIRouter(route_class=SecureHeadersRoute)
 
 
 @router.get("/case/{case_id}", response_class=HTMLResponse)
-def case(request: Request, case_id: int, session: Annotated[Session, Depends(get_session)],
+def case(request: Request, case_id: PathInt, session: Annotated[Session, Depends(get_session)],
          branch: str = "") -> HTMLResponse:
     detail = queries.case_detail(session, case_id, branch=branch.strip())
     if detail is None:

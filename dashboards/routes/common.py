@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from tewatch.dashboards.queries import Filters, store_state
 from tewatch.dashboards.render_cache import RenderCache
 from tewatch.dashboards.templating import format_time, templates
+from tewatch.store.limits import INT32_MAX, INT32_MIN, int_problem
 
 _cache_lock = threading.Lock()
 DEFAULT_CACHE_ENTRIES = 64
@@ -53,6 +54,14 @@ class BadFilter(ValueError):
     pass
 
 
+def whole_number(text: str, low: int, high: int) -> int | None:
+    """The number `text` spells in decimal digits, if it lies in [low, high]; else None."""
+    if not text.isdecimal() or len(text) > len(str(high)) + 2:  # "²" is a digit, not a decimal
+        return None
+    number = int(text)
+    return number if low <= number <= high else None
+
+
 def parse_filters(gpu: str = "", recipe: str = "", backend: str = "", branch: str = "", q: str = "",
                   world_size: str = "") -> Filters:
     ws: int | None = None
@@ -61,5 +70,7 @@ def parse_filters(gpu: str = "", recipe: str = "", backend: str = "", branch: st
             ws = int(world_size)
         except ValueError as exc:
             raise BadFilter(f"world_size must be a whole number, got {world_size!r}") from exc
+        if int_problem(ws):
+            raise BadFilter(f"world_size must be a whole number from {INT32_MIN} to {INT32_MAX}, got {ws}")
     return Filters(gpu=gpu.strip(), recipe=recipe.strip(), backend=backend.strip(), branch=branch.strip(),
                    q=q.strip()[:200], world_size=ws)

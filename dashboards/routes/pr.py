@@ -7,10 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
+from tewatch.api.params import PathInt
 from tewatch.dashboards import detection, queries
 from tewatch.dashboards.deps import get_session
-from tewatch.dashboards.routes.common import error_page, render
+from tewatch.dashboards.routes.common import error_page, render, whole_number
 from tewatch.dashboards.security import SecureHeadersRoute
+from tewatch.store.limits import INT32_MAX
 
 router = APIRouter(route_class=SecureHeadersRoute)
 
@@ -18,14 +20,15 @@ router = APIRouter(route_class=SecureHeadersRoute)
 @router.get("/pr", response_class=HTMLResponse)
 def pr_jump(request: Request, number: str = "") -> Response:
     """The top bar's PR box: `/pr?number=123` (or `#123`) goes to `/pr/123`."""
-    digits = number.strip().lstrip("#")
-    if not digits.isdigit():
-        return error_page(request, 400, f"A pull request number is a whole number, got {number!r}.")
-    return RedirectResponse(f"/pr/{int(digits)}", status_code=303)
+    found = whole_number(number.strip().lstrip("#"), 0, INT32_MAX)
+    if found is None:
+        message = f"A pull request number is a whole number up to {INT32_MAX}, got {number!r}."
+        return error_page(request, 400, message)
+    return RedirectResponse(f"/pr/{found}", status_code=303)
 
 
 @router.get("/pr/{number}", response_class=HTMLResponse)
-def pr_page(request: Request, number: int, session: Annotated[Session, Depends(get_session)],
+def pr_page(request: Request, number: PathInt, session: Annotated[Session, Depends(get_session)],
             sort: str = "verdict") -> HTMLResponse:
     if sort not in detection.PR_SORTS:
         return error_page(request, 400, f"sort must be one of {', '.join(detection.PR_SORTS)}, got {sort!r}")

@@ -7,10 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
+from tewatch.api.params import PathInt
 from tewatch.dashboards import queries
 from tewatch.dashboards.deps import get_session
-from tewatch.dashboards.routes.common import error_page, render
+from tewatch.dashboards.routes.common import error_page, render, whole_number
 from tewatch.dashboards.security import SecureHeadersRoute
+from tewatch.store.limits import INT32_MAX
 
 router = APIRouter(route_class=SecureHeadersRoute)
 PER_PAGE = 50
@@ -19,16 +21,16 @@ PER_PAGE = 50
 @router.get("/runs", response_class=HTMLResponse)
 def runs(request: Request, session: Annotated[Session, Depends(get_session)],
          page: Annotated[str, Query()] = "1", gpu: str = "") -> HTMLResponse:
-    if not page.isdigit() or int(page) < 1:
-        return error_page(request, 400, f"page must be a positive whole number, got {page!r}")
-    number = int(page)
+    number = whole_number(page, 1, INT32_MAX)
+    if number is None:
+        return error_page(request, 400, f"page must be a whole number from 1 to {INT32_MAX}, got {page!r}")
     rows, total = queries.runs(session, page=number, per_page=PER_PAGE, gpu=gpu.strip())
     return render(request, "runs.html", nav="runs", title="Runs", rows=rows, total=total, page=number,
                   pages=max(1, -(-total // PER_PAGE)), gpu=gpu, gpus=queries.filter_options(session).gpus)
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run(request: Request, run_id: int, session: Annotated[Session, Depends(get_session)]) -> HTMLResponse:
+def run(request: Request, run_id: PathInt, session: Annotated[Session, Depends(get_session)]) -> HTMLResponse:
     detail = queries.run_detail(session, run_id)
     if detail is None:
         return error_page(request, 404, f"There is no run {run_id}.")

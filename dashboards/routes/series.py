@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import orjson
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.orm import Session
+from tewatch.api.params import OptionalQueryInt, PathInt
 from tewatch.dashboards import queries, series_chart
 from tewatch.dashboards.deps import get_session
 from tewatch.dashboards.plots import render_series_svg, svg_cache
@@ -29,8 +31,8 @@ def parse_last(last: str) -> int | None:
 
 
 @router.get("/series/{series_id}", response_class=HTMLResponse)
-def series_page(request: Request, series_id: int, session: Annotated[Session, Depends(get_session)],
-                branch: str = "", last: str = "300", pr: int | None = None) -> HTMLResponse:
+def series_page(request: Request, series_id: PathInt, session: Annotated[Session, Depends(get_session)],
+                branch: str = "", last: str = "300", pr: OptionalQueryInt = None) -> HTMLResponse:
     header = queries.series_header(session, series_id)
     if header is None:
         return error_page(request, 404, f"There is no series {series_id}.")
@@ -52,8 +54,8 @@ def series_page(request: Request, series_id: int, session: Annotated[Session, De
 
 
 @router.get("/series/{series_id}/points.json")
-def series_points(series_id: int, session: Annotated[Session, Depends(get_session)], branch: str = "",
-                  last: str = "300", pr: int | None = None) -> Response:
+def series_points(series_id: PathInt, session: Annotated[Session, Depends(get_session)], branch: str = "",
+                  last: str = "300", pr: OptionalQueryInt = None) -> Response:
     header = queries.series_header(session, series_id)
     if header is None:
         return JSONResponse({"detail": f"There is no series {series_id}."}, status_code=404)
@@ -62,12 +64,14 @@ def series_points(series_id: int, session: Annotated[Session, Depends(get_sessio
     except BadRange as exc:
         return JSONResponse({"detail": str(exc)}, status_code=400)
     chart = series_chart.build(session, header, branch.strip(), last=n, pr=pr)
-    return JSONResponse(chart.as_json())
+    # orjson writes a non-finite number as null (JSON has none): an infinite value stored before uploads
+    # refused them, or one a computation overflowed to, is a gap in the chart instead of a 500
+    return Response(orjson.dumps(chart.as_json(), option=orjson.OPT_NON_STR_KEYS), media_type="application/json")
 
 
 @router.get("/series/{series_id}/plot.svg")
-def series_svg(series_id: int, session: Annotated[Session, Depends(get_session)], branch: str = "",
-               last: str = "300", pr: int | None = None) -> Response:
+def series_svg(series_id: PathInt, session: Annotated[Session, Depends(get_session)], branch: str = "",
+               last: str = "300", pr: OptionalQueryInt = None) -> Response:
     header = queries.series_header(session, series_id)
     if header is None:
         return Response(f"There is no series {series_id}.", status_code=404, media_type="text/plain")

@@ -27,6 +27,7 @@ from tewatch.store.database import WRITE_TRANSACTION, session_factory
 log = logging.getLogger(__name__)
 
 RESPONSE_HEAD_CHARS = 500
+UNSENDABLE = "unsendable URL: "  # how the error of an attempt that could not even start begins
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,11 @@ class _Outgoing:
     event_type: str
     body: bytes
     active: bool
+
+
+def _hopeless(error: str) -> bool:
+    """An attempt no retry can turn into a delivery."""
+    return error == "subscription removed" or error.startswith(UNSENDABLE)
 
 
 class OutboxWorker:
@@ -135,6 +141,8 @@ class OutboxWorker:
                     error = f"HTTP {status_code}"
             except httpx.HTTPError as exc:
                 error = f"{type(exc).__name__}: {exc}"[:1000]
+            except (httpx.InvalidURL, ValueError) as exc:  # a URL no request can go to (IDNA: ValueError)
+                error = f"{UNSENDABLE}{type(exc).__name__}: {exc}"[:1000]
         ok = error is None
         self._record(out, started, (time.perf_counter() - clock) * 1000, status_code, error, head)
         return ok
@@ -147,7 +155,7 @@ class OutboxWorker:
                         "last_status_code": status_code, "last_error": error}
         if error is None:
             values.update(status=DeliveryStatus.delivered, delivered_at=_now())
-        elif attempt >= self.policy.max_attempts or error == "subscription removed":
+        elif attempt >= self.policy.max_attempts or _hopeless(error):
             values.update(status=DeliveryStatus.failed)
         else:
             values.update(next_attempt_at=_now() + timedelta(seconds=self.policy.delay(attempt)))
@@ -160,10 +168,18 @@ class OutboxWorker:
             log.warning("webhook delivery %s attempt %d: %s", out.delivery_id, attempt, error)
 
     def run_once(self) -> tuple[int, int]:
-        """Send everything due now: (delivered, failed attempts)."""
+        """Send everything due now: (delivered, failed attempts).
+
+        One delivery's failure never holds up the others: whatever goes wrong while sending it, the
+        next one is sent in the same pass (the failed one's lease runs out, and it is sent again)."""
         delivered = failed = 0
         for delivery_id in self.claim():
-            if self.send(delivery_id):
+            try:
+                sent = self.send(delivery_id)
+            except Exception:
+                log.exception("webhook delivery %s could not be sent", delivery_id)
+                sent = False
+            if sent:
                 delivered += 1
             else:
                 failed += 1

@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from tewatch.store.alert_models import AlertStatus
+from tewatch.store.limits import text_problem
+
+
+def _storable(text: str) -> str:
+    problem = text_problem(text)
+    if problem:
+        raise ValueError(problem)
+    return text
+
+
+# text a request writes to the store: no NUL (PostgreSQL refuses it)
+StoredText = Annotated[str, AfterValidator(_storable)]
 
 
 class _Rows(BaseModel):
@@ -46,15 +59,15 @@ class AlertDetailOut(AlertOut):
 
 class StatusChangeIn(BaseModel):
     status: AlertStatus
-    note: str = Field(default="", max_length=5000)
-    actor: str = Field(default="", max_length=200)
+    note: StoredText = Field(default="", max_length=5000)
+    actor: StoredText = Field(default="", max_length=200)
 
 
 class SubscriptionIn(BaseModel):
-    url: str = Field(max_length=2000)
-    secret: str = Field(max_length=500)
+    url: StoredText = Field(max_length=2000)
+    secret: StoredText = Field(max_length=500)
     event_types: list[str]
-    description: str = Field(default="", max_length=500)
+    description: StoredText = Field(default="", max_length=500)
 
 
 class SubscriptionOut(_Rows):
@@ -134,7 +147,7 @@ class ComparisonOut(_Rows):
 
 
 class DetectIn(BaseModel):
-    branch: str = Field(default="main", max_length=200)
+    branch: StoredText = Field(default="main", max_length=200)
 
 
 class DetectOut(BaseModel):

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
+import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from tewatch.alerts.events import EVENT_TYPES
@@ -19,11 +20,11 @@ class SubscriptionError(ValueError):
 
 
 def validate(url: str, secret: str, event_types: Iterable[str]) -> list[str]:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise SubscriptionError(f"webhook URL must be http(s)://host/...: {url!r}")
+    validate_url(url)
     if len(secret) < MIN_SECRET_LENGTH:
         raise SubscriptionError(f"the secret must be at least {MIN_SECRET_LENGTH} characters")
+    if "\x00" in secret:
+        raise SubscriptionError("the secret must not contain a NUL character")
     types = sorted(set(event_types))
     unknown = [t for t in types if t not in EVENT_TYPES]
     if unknown or not types:
@@ -31,10 +32,30 @@ def validate(url: str, secret: str, event_types: Iterable[str]) -> list[str]:
     return types
 
 
+def validate_url(url: str) -> None:
+    """A URL the webhook client can send to: http(s), a host, a valid port, no whitespace or control
+    characters (a CR or LF would otherwise only fail at send time), and one httpx itself parses."""
+    bad = next((c for c in url if c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        raise SubscriptionError(f"webhook URL must not contain whitespace or control characters ({bad!r})")
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # urlsplit checks the range
+        host = httpx.URL(url).host
+    except (httpx.InvalidURL, ValueError) as exc:  # an invalid IDNA host is a UnicodeError, a ValueError
+        raise SubscriptionError(f"webhook URL is not valid ({exc}): {url!r}") from None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise SubscriptionError(f"webhook URL must be http(s)://host/...: {url!r}")
+    if not host or port == 0:
+        raise SubscriptionError(f"webhook URL must name a host (and a port from 1 to 65535): {url!r}")
+
+
 def add_subscription(
     session: Session, url: str, secret: str, event_types: Iterable[str], description: str = ""
 ) -> WebhookSubscription:
     types = validate(url, secret, event_types)
+    if "\x00" in description:
+        raise SubscriptionError("the description must not contain a NUL character")
     subscription = WebhookSubscription(url=url, secret=secret, event_types=types, description=description)
     session.add(subscription)
     session.flush()

@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from tewatch import __version__
 from tewatch.alerts.service_hooks import delivery_worker
-from tewatch.api.errors import install_error_handlers
+from tewatch.api.errors import RefuseNul, install_error_handlers
 from tewatch.api.metrics import MetricsMiddleware, ServiceMetrics
 from tewatch.api.routes import ROUTERS
 from tewatch.core.settings import Settings
@@ -34,6 +34,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.metrics = ServiceMetrics()
+    app.add_middleware(RefuseNul)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     install_error_handlers(app)
     for router in ROUTERS:

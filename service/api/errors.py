@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl
+
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 from tewatch.ingest.errors import IngestError
 
 
@@ -11,3 +14,31 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(IngestError)
     async def _ingest_error(_: Request, exc: IngestError) -> JSONResponse:
         return JSONResponse(exc.as_dict(), status_code=exc.status_code)
+
+
+class RefuseNul:
+    """A NUL character (%00) in the path or a query parameter answers 400: no text column keeps one
+    (PostgreSQL refuses it even in a comparison), so every query with one would fail in the database."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            problem = nul_in_request(scope["path"], scope.get("query_string", b""))
+            if problem:
+                await JSONResponse({"detail": problem}, status_code=400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def nul_in_request(path: str, query_string: bytes) -> str | None:
+    if "\x00" in path:
+        return "the path contains a NUL character (%00)"
+    if b"%00" not in query_string and b"\x00" not in query_string:
+        return None
+    for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        if "\x00" in name or "\x00" in value:
+            shown = name.replace("\x00", "%00")
+            return f"query parameter {shown!r} contains a NUL character (%00)"
+    return None

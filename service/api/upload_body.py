@@ -9,11 +9,14 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request as StarletteRequest
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.errors import IngestError
+from tewatch.store.limits import INT32_MAX, int_problem, max_chars, text_problem, time_problem
+from tewatch.store.models import Commit, Run
 
 FILE_PARTS = {"result", "machine", "benchmarks", "run", "asv_stderr"}
 REQUIRED_FILE_PARTS = ("result", "machine", "benchmarks")
 MANY_FILE_PARTS = {"cases"}
 TEXT_FIELDS = {"repo", "branch", "pr_number", "merge_base_sha", "commit_date"}
+TEXT_COLUMNS = {"repo": Commit.repo, "branch": Run.branch, "merge_base_sha": Run.merge_base_sha}
 MAX_PARTS = 100_000
 
 
@@ -78,6 +81,9 @@ async def bundle_from_form(form: FormData) -> UploadBundle:
                     f"unknown file part {name!r}; expected one of {sorted(FILE_PARTS | MANY_FILE_PARTS)}"
                 )
         elif name in TEXT_FIELDS:
+            problem = text_problem(value, max_chars(TEXT_COLUMNS[name]) if name in TEXT_COLUMNS else None)
+            if problem:
+                raise IngestError(problem, field=name)
             fields[name] = value
         else:
             raise IngestError(
@@ -110,6 +116,9 @@ def _int_field(value: str | None, name: str) -> int | None:
         raise IngestError(f"expected an integer, got {value!r}", field=name) from exc
     if number <= 0:
         raise IngestError(f"expected a positive integer, got {number}", field=name)
+    problem = int_problem(number, 1, INT32_MAX)
+    if problem:
+        raise IngestError(problem, field=name)
     return number
 
 
@@ -122,4 +131,7 @@ def _date_field(value: str | None, name: str) -> datetime | None:
         raise IngestError(f"expected an ISO 8601 date, got {value!r}", field=name) from exc
     if parsed.tzinfo is None:
         raise IngestError(f"the date needs a time zone, got {value!r}", field=name)
+    problem = time_problem(parsed)
+    if problem:
+        raise IngestError(problem, field=name)
     return parsed

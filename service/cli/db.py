@@ -54,6 +54,7 @@ def reparse_command(db: DatabaseOption = None) -> None:
     from tewatch.ingest.errors import IngestError
     from tewatch.ingest.plan import build_plan
     from tewatch.ingest.reparse import stored_bundles
+    from tewatch.ingest.storable import check_plan
     from tewatch.store.database import make_engine
 
     engine = make_engine(settings_for(db).database_url)
@@ -65,6 +66,7 @@ def reparse_command(db: DatabaseOption = None) -> None:
         for run_id, bundle in bundles:
             try:
                 plan = build_plan(bundle)
+                check_plan(plan)
                 typer.echo(f"run {run_id}: {len(plan.results)} results, {len(plan.verdicts)} verdicts")
             except IngestError as exc:
                 failures += 1

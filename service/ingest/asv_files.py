@@ -14,6 +14,15 @@ from typing import Any
 from tewatch.ingest.discover import DiscoveryError, find_runs
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.jsonfile import load_json_object
+from tewatch.store.limits import (
+    INT32_MAX,
+    epoch_ms_problem,
+    int_problem,
+    json_problem,
+    max_chars,
+    text_problem,
+)
+from tewatch.store.models import Benchmark, Commit, Machine, Result, Run
 
 SUPPORTED_RESULTS_VERSION = 2
 RESULT_COLUMNS = (
@@ -78,11 +87,15 @@ class BenchmarkInfo:
 
 @functools.lru_cache(maxsize=65536)
 def decode_param(text: str) -> Any:
-    """asv stores parameter values as repr() strings; bring back the Python literal where there is one."""
+    """asv stores parameter values as repr() strings; bring back the Python literal where there is one.
+
+    A literal that is no JSON value (a set, bytes, an integer beyond 64 bits, a non-finite float, a
+    string with a lone surrogate) stays its repr text, like a value that is no literal at all."""
     try:
-        return ast.literal_eval(text)
+        value = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return text
+    return text if json_problem(value) else value
 
 
 def _is_number(value: Any) -> bool:
@@ -97,36 +110,79 @@ def _finite_or_none(value: Any, file: str, where: str) -> float | int | None:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
+def _float(value: int | float, file: str, where: str) -> float:
+    """An integer as a float, refused where it is beyond a float's range."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise IngestError(
+            f"an integer of {len(str(value))} digits is beyond the range of a float", file=file, field=where
+        ) from None
+
+
+def _finite_float_or_none(value: Any, file: str, where: str) -> float | None:
+    value = _finite_or_none(value, file, where)
+    return None if value is None else _float(value, file, where)
+
+
+def _text(value: str, file: str, where: str, column: Any = None) -> str:
+    """Text the store can keep in `column` (any text without a column: no NUL, no lone surrogate)."""
+    problem = text_problem(value, max_chars(column) if column is not None else None)
+    if problem:
+        raise IngestError(problem, file=file, field=where)
+    return value
+
+
 def _all_finite_floats(values: Iterable[Any]) -> bool:
     """The common case, checked at C speed: every entry a finite float."""
     values = list(values)
     return set(map(type, values)) <= {float} and all(map(math.isfinite, values))
 
 
-def _finite_column(values: list[Any], file: str, where: str) -> list[Any]:
-    """Numbers with non-finite ones as None; anything else is an error naming its index."""
-    if _all_finite_floats(values) or set(map(type, values)) <= {int}:
+def _finite_column(values: list[Any], file: str, where: str) -> list[float | None]:
+    """Floats with non-finite ones as None; anything else is an error naming its index."""
+    if _all_finite_floats(values):
         return values
-    return [_finite_or_none(v, file, f"{where}[{i}]") for i, v in enumerate(values)]
+    return [_finite_float_or_none(v, file, f"{where}[{i}]") for i, v in enumerate(values)]
 
 
 def _int_column(values: list[Any], file: str, where: str) -> list[int | None]:
-    values = _finite_column(values, file, where)
-    if set(map(type, values)) <= {int}:
+    """Whole numbers (floats truncated), non-finite ones as None, within the store's integer column."""
+    if not set(map(type, values)) <= {int}:
+        values = [_finite_or_none(v, file, f"{where}[{i}]") for i, v in enumerate(values)]
+        values = [None if v is None else int(v) for v in values]
+    present = [v for v in values if v is not None]
+    if not present or (min(present) >= 0 and max(present) <= INT32_MAX):
         return values
-    return [None if v is None else int(v) for v in values]
+    for i, value in enumerate(values):
+        problem = value is not None and int_problem(value, 0, INT32_MAX)
+        if problem:
+            raise IngestError(problem, file=file, field=f"{where}[{i}]")
+    return values
 
 
 def _value_column(values: list[Any], file: str, where: str) -> list[float | None]:
-    """Results keep NaN (asv's skip) and None (a failure)."""
-    if set(map(type, values)) <= {float}:
+    """Results keep NaN (asv's skip) and None (a failure); an infinite result is refused."""
+    if set(map(type, values)) <= {float} and not any(map(math.isinf, values)):
         return values
+    out: list[float | None] = []
     for i, value in enumerate(values):
-        if value is not None and not _is_number(value):
+        if value is None:
+            out.append(None)
+            continue
+        if not _is_number(value):
             raise IngestError(
                 f"expected a number, NaN or null, got {value!r}", file=file, field=f"{where}[{i}]"
             )
-    return [None if v is None else float(v) for v in values]
+        value = _float(value, file, f"{where}[{i}]")
+        if math.isinf(value):
+            raise IngestError(
+                f"{value} is not a result: expected a finite number, NaN (asv's skip) or null (a failure)",
+                file=file,
+                field=f"{where}[{i}]",
+            )
+        out.append(value)
+    return out
 
 
 def _samples_column(values: list[Any], file: str, where: str) -> list[list[float] | None]:
@@ -140,7 +196,9 @@ def _samples_column(values: list[Any], file: str, where: str) -> list[list[float
                 raise IngestError("expected a list of samples or null", file=file, field=f"{where}[{i}]")
             if not _all_finite_floats(samples):
                 samples = [
-                    s for s in (_finite_or_none(s, file, f"{where}[{i}]") for s in samples) if s is not None
+                    s
+                    for s in (_finite_float_or_none(s, file, f"{where}[{i}]") for s in samples)
+                    if s is not None
                 ]
         out.append(samples)
     return out
@@ -159,25 +217,40 @@ def parse_results(content: bytes, file: str = "result") -> AsvResults:
     for key, kind in (("commit_hash", str), ("env_name", str), ("result_columns", list), ("results", dict)):
         if not isinstance(data.get(key), kind):
             raise IngestError(f"missing or not a {kind.__name__}", file=file, field=key)
+    _text(data["commit_hash"], file, "commit_hash", Commit.sha)
+    _text(data["env_name"], file, "env_name", Run.asv_env_name)
     columns = data["result_columns"]
     unknown = [c for c in columns if c not in RESULT_COLUMNS]
     if unknown or columns[:2] != ["result", "params"]:
         raise IngestError(f"unexpected result_columns {columns!r}", file=file, field="result_columns")
     date = data.get("date")
-    if date is not None and not _is_number(date):
-        raise IngestError(f"expected milliseconds since the epoch, got {date!r}", file=file, field="date")
+    if date is not None:
+        date = _epoch_ms(date, file, "date")
     benchmarks = [_parse_row(name, row, columns, file) for name, row in sorted(data["results"].items())]
     return AsvResults(
         commit_hash=data["commit_hash"],
         env_name=data["env_name"],
-        date_ms=int(date) if date is not None else None,
+        date_ms=date,
         python=str(data.get("python", "")),
         benchmarks=benchmarks,
     )
 
 
+def _epoch_ms(value: Any, file: str, where: str) -> int:
+    """asv's times: milliseconds since the epoch, within the store's window."""
+    problem = (
+        epoch_ms_problem(value)
+        if _is_number(value)
+        else f"expected milliseconds since the epoch, got {value!r}"
+    )
+    if problem:
+        raise IngestError(problem, file=file, field=where)
+    return int(value)
+
+
 def _parse_row(name: str, row: Any, columns: list[str], file: str) -> BenchmarkResult:
     where = f"results.{name}"
+    _text(name, file, where, Benchmark.name)
     if not isinstance(row, list) or len(row) < 2 or len(row) > len(columns):
         raise IngestError(f"expected a list of 2 to {len(columns)} columns", file=file, field=where)
     cells = dict(zip(columns, row + [None] * (len(columns) - len(row)), strict=True))
@@ -188,6 +261,9 @@ def _parse_row(name: str, row: Any, columns: list[str], file: str) -> BenchmarkR
         raise IngestError(
             "params must be a list of lists of repr strings", file=file, field=f"{where}.params"
         )
+    for i, reprs in enumerate(params):
+        for j, text in enumerate(reprs):
+            _text(text, file, f"{where}.params[{i}][{j}]")
     combos = list(itertools.product(*params)) if params else [()]
     n = len(combos)
 
@@ -213,15 +289,19 @@ def _parse_row(name: str, row: Any, columns: list[str], file: str) -> BenchmarkR
     repeat = _int_column(per_combo("stats_repeat"), file, f"{where}.stats_repeat")
     parsed = list(map(ComboResult, combos, values, samples, q_25, q_75, ci_99_a, ci_99_b, number, repeat))
     started_at = _finite_or_none(cells.get("started_at"), file, f"{where}.started_at")
-    duration = _finite_or_none(cells.get("duration"), file, f"{where}.duration")
+    if started_at is not None:
+        started_at = _epoch_ms(started_at, file, f"{where}.started_at")
+    duration = _finite_float_or_none(cells.get("duration"), file, f"{where}.duration")
     version = cells.get("version")
     if version is not None and not isinstance(version, str):
         raise IngestError("expected a string", file=file, field=f"{where}.version")
+    if version:
+        _text(version, file, f"{where}.version", Result.benchmark_version)
     return BenchmarkResult(
         name=name,
         version=version or "",
-        started_at_ms=int(started_at) if started_at is not None else None,
-        duration=float(duration) if duration is not None else None,
+        started_at_ms=started_at,
+        duration=duration,
         combos=parsed,
     )
 
@@ -237,13 +317,18 @@ def parse_benchmarks(content: bytes, file: str = "benchmarks") -> dict[str, Benc
         param_names = entry.get("param_names", [])
         if not isinstance(param_names, list) or not all(isinstance(p, str) for p in param_names):
             raise IngestError("expected a list of strings", file=file, field=f"{name}.param_names")
-        infos[name] = BenchmarkInfo(
+        for i, param_name in enumerate(param_names):
+            _text(param_name, file, f"{name}.param_names[{i}]")
+        info = BenchmarkInfo(
             name=name,
             param_names=param_names,
             type=str(entry.get("type", "")),
             unit=str(entry.get("unit", "")),
             version=str(entry.get("version", "")),
         )
+        for key in ("type", "unit", "version"):
+            _text(getattr(info, key), file, f"{name}.{key}", getattr(Benchmark, key))
+        infos[name] = info
     return infos
 
 
@@ -255,7 +340,32 @@ def parse_machine(content: bytes, file: str = "machine") -> dict[str, str]:
     for key, value in machine.items():
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             raise IngestError(f"expected a string, got {value!r}", file=file, field=key)
-    return {key: str(value) for key, value in machine.items()}
+    machine = {key: str(value) for key, value in machine.items()}
+    for key, value in machine.items():
+        _text(key, file, key)
+        _text(value, file, key, _MACHINE_TEXT.get(key))
+    for key in ("gpu_count", "gpu_memory_mb"):
+        if machine.get(key):
+            try:
+                number = int(machine[key])
+            except ValueError:
+                message = f"expected an integer, got {machine[key]!r}"
+                raise IngestError(message, file=file, field=key) from None
+            problem = int_problem(number, 0, INT32_MAX)
+            if problem:
+                raise IngestError(problem, file=file, field=key)
+    return machine
+
+
+# machine.json keys kept in text columns of their own (the others go to a JSON column)
+_MACHINE_TEXT = {
+    "machine": Machine.name,
+    **{
+        key: getattr(Machine, key)
+        for key in ("gpu_model", "compute_capability", "driver", "cuda", "cublaslt", "cudnn")
+        + ("cpu", "arch", "os", "ram")
+    },
+}
 
 
 def samples_by_case(results_dir: Path) -> dict[tuple[str, tuple[str, ...]], list[float]]:

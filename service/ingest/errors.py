@@ -23,8 +23,14 @@ class IngestError(Exception):
         return f"{where}: {self.message}"
 
     def as_dict(self) -> dict:
-        body = {"detail": str(self), "message": self.message}
+        """The JSON answer; NULs and lone surrogates from the upload come back as escapes."""
+        body = {"detail": _printable(str(self)), "message": _printable(self.message)}
         for key in ("file", "field", "line", "column"):
-            if getattr(self, key) is not None:
-                body[key] = getattr(self, key)
+            value = getattr(self, key)
+            if value is not None:
+                body[key] = _printable(value) if isinstance(value, str) else value
         return body
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")

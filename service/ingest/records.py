@@ -1,15 +1,52 @@
-"""tewatch's sidecar records (docs/records.md): strict models, unknown fields are an error."""
+"""tewatch's sidecar records (docs/records.md): strict models, unknown fields are an error.
+
+Values must also be ones the store keeps (tewatch.store.limits): text no longer than its column, no NUL
+or lone surrogate anywhere, integers within their column, times within the window, JSON values that are
+JSON."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.jsonfile import load_json_object
+from tewatch.store.limits import INT32_MAX, int_problem, json_problem, max_chars, time_problem
+from tewatch.store.models import Benchmark, Case, Environment, Machine, Run, Verdict
 
 VerdictStatusName = Literal["pass", "fail_accuracy", "error", "unsupported", "timeout", "oom"]
+
+
+def _column_text(column: Any) -> Any:
+    """A string no longer than `column` keeps."""
+    return Annotated[str, Field(max_length=max_chars(column))]
+
+
+def _in_window(value: datetime) -> datetime:
+    problem = time_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _fits(what: str, text: str, column: Any) -> None:
+    limit = max_chars(column)
+    if len(text) > limit:
+        raise ValueError(f"{what} is {len(text)} characters long; the store keeps at most {limit}")
+
+
+Time = Annotated[datetime, AfterValidator(_in_window)]
+Count = Annotated[int, Field(ge=0, le=INT32_MAX)]
 
 
 class Strict(BaseModel):
@@ -17,10 +54,10 @@ class Strict(BaseModel):
 
 
 class GpuInfo(Strict):
-    model: str
-    compute_capability: str = ""
-    count: int = 0
-    memory_mb: int | None = None
+    model: _column_text(Machine.gpu_model)
+    compute_capability: _column_text(Machine.compute_capability) = ""
+    count: Count = 0
+    memory_mb: Count | None = None
     sm_clock_max_mhz: float | None = None
     mem_clock_max_mhz: float | None = None
     power_limit_w: float | None = None
@@ -59,16 +96,25 @@ class AbRounds(Strict):
     rounds: int = Field(ge=1, le=1000)
 
 
+# run.json's versions kept in text columns of their own (the others go to a JSON column)
+VERSION_COLUMNS = {
+    "python": Environment.python,
+    "torch": Environment.torch,
+    "te": Environment.te_version,
+    "te_commit": Environment.te_commit,
+}
+
+
 class RunRecord(Strict):
     schema_: Literal["tewatch.run/1"] = Field(alias="schema")
-    profile: str = "full"
+    profile: _column_text(Run.profile) = "full"
     backend_filter: str | None = None
     bench_filter: str | None = None
     commit: str | None = None
     commit_source: str | None = None
     capabilities: dict[str, Any] = Field(default_factory=dict)
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
+    started_at: Time | None = None
+    finished_at: Time | None = None
     wall_seconds: float | None = None
     asv_exit_code: int | None = None
     launch_method: Literal["spawn", "forkserver"] | None = None
@@ -79,14 +125,22 @@ class RunRecord(Strict):
     gpu_state_after: GpuState | None = None
     ab: AbRounds | None = None
 
+    @field_validator("versions")
+    @classmethod
+    def _versions_fit(cls, versions: dict[str, str | None]) -> dict[str, str | None]:
+        for key, column in VERSION_COLUMNS.items():
+            if versions.get(key) is not None:
+                _fits(f"versions.{key}", versions[key], column)
+        return versions
+
 
 class Check(Strict):
     status: VerdictStatusName
-    check: str | None = None
-    metric: str | None = None
+    check: _column_text(Verdict.check) | None = None
+    metric: _column_text(Verdict.metric) | None = None
     value: float | None = None
     tolerance: float | None = None
-    exception_class: str | None = None
+    exception_class: _column_text(Verdict.exception_class) | None = None
     message: str | None = None
     traceback_head: str | None = None
     reason: str | None = None
@@ -95,13 +149,18 @@ class Check(Strict):
 
 class Metric(Strict):
     value: float
-    unit: str
+    unit: _column_text(Benchmark.unit)
     samples: list[float] | None = None  # per call, where the metric was measured call by call
+
+
+# labels copied into columns of the case (docs/records.md)
+LABEL_TEXT_COLUMNS = {"backend": Case.backend, "recipe": Case.recipe, "mode": Case.mode}
+LABEL_INT_COLUMNS = ("rank", "world_size")
 
 
 class CaseRecord(Strict):
     schema_: Literal["tewatch.case/1"] = Field(alias="schema")
-    case: str
+    case: _column_text(Case.case_name)
     params: dict[str, Any] = Field(default_factory=dict)
     labels: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
     verdict: Check
@@ -112,7 +171,29 @@ class CaseRecord(Strict):
     notes: list[str] = Field(default_factory=list)
     # A/B rounds: samples of each round per series of the case ("track_seconds", "kernel_seconds")
     round_sizes: dict[str, list[Annotated[int, Field(ge=0)]]] = Field(default_factory=dict)
-    recorded_at: datetime | None = None
+    recorded_at: Time | None = None
+
+    @field_validator("labels")
+    @classmethod
+    def _labels_fit(cls, labels: dict[str, Any]) -> dict[str, Any]:
+        for key, column in LABEL_TEXT_COLUMNS.items():
+            if labels.get(key) is not None:
+                _fits(f"labels.{key}", str(labels[key]), column)
+        for key in LABEL_INT_COLUMNS:
+            value = labels.get(key)
+            problem = isinstance(value, int) and int_problem(value)
+            if problem:
+                raise ValueError(f"labels.{key}: {problem}")
+        return labels
+
+    @field_validator("metrics")
+    @classmethod
+    def _metric_names_fit(cls, metrics: dict[str, Metric], info: ValidationInfo) -> dict[str, Metric]:
+        """Each metric is stored as the benchmark `<case>.<metric>`."""
+        case = info.data.get("case", "")
+        for name in metrics:
+            _fits(f"the benchmark name of metric {name[:40]!r}", f"{case}.{name}", Benchmark.name)
+        return metrics
 
 
 RecordT = TypeVar("RecordT", bound=Strict)
@@ -120,17 +201,30 @@ RecordT = TypeVar("RecordT", bound=Strict)
 
 def parse_record(model: type[RecordT], content: bytes, file: str) -> RecordT:
     try:
-        return model.model_validate_json(content)
+        record = model.model_validate_json(content)
     except ValidationError:
         pass  # parsed again below, step by step, for an error that names the file, line and field
+    else:
+        return _storable(record, file)
     data = load_json_object(content, file)
     try:
-        return model.model_validate(data)
+        return _storable(model.model_validate(data), file)
     except ValidationError as exc:
         first = exc.errors()[0]
         location = ".".join(str(part) for part in first["loc"]).replace("schema_", "schema")
         more = exc.error_count() - 1
-        message = first["msg"] + (f" (and {more} more error{'s' if more > 1 else ''})" if more else "")
+        message = first["msg"].removeprefix("Value error, ")
+        message += f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
         if first["type"] == "extra_forbidden":
             message = "unknown field; docs/records.md lists the fields a record may have"
         raise IngestError(message, file=file, field=location or None) from exc
+
+
+def _storable(record: RecordT, file: str) -> RecordT:
+    """The record, if the store can keep every value in it (a NUL or a lone surrogate in any text, an
+    integer beyond 64 bits or a NaN in a free-form field, nesting too deep: an IngestError naming it)."""
+    problem = json_problem(record.model_dump(by_alias=True))
+    if problem:
+        where, why = problem
+        raise IngestError(why, file=file, field=where or None)
+    return record

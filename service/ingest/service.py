@@ -6,6 +6,7 @@ from sqlalchemy import Engine
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.store.gc_pause import collector_paused
 from tewatch.ingest.plan import build_plan
+from tewatch.ingest.storable import check_plan
 from tewatch.ingest.writer import AlreadyStored, StoredRun, existing_run, store_plan
 from tewatch.store.database import write_connection
 
@@ -23,6 +24,7 @@ def ingest_bundle(engine: Engine, bundle: UploadBundle) -> StoredRun:
     try:
         with collector_paused():
             plan = build_plan(bundle)
+            check_plan(plan)
             with write_connection(engine) as conn:
                 return store_plan(conn, plan)
     except AlreadyStored as stored:

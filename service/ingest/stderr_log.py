@@ -11,6 +11,7 @@ _PREFIX = re.compile(r"^(?:\[\s*\d+(?:\.\d+)?%\] ·+ ?| {13,14})")
 _FOR_PARAMETERS = "For parameters: "
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)):? ?(.*)$")
 TRACEBACK_HEAD_CHARS = 4000
+EXCEPTION_CLASS_CHARS = 200  # the verdicts column
 
 
 @dataclass
@@ -22,10 +23,12 @@ class FailureText:
 
 
 def split_sections(log: str) -> dict[str, list[str]]:
-    """Benchmark name -> the lines asv printed under it (first section wins, prefixes stripped)."""
+    """Benchmark name -> the lines asv printed under it (first section wins, prefixes stripped).
+
+    A NUL in the log (no text column keeps one) reads as U+FFFD, like bytes that are not UTF-8."""
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
-    for raw in log.splitlines():
+    for raw in log.replace("\x00", "\ufffd").splitlines():
         header = _HEADER.match(raw)
         if header:
             name = header.group(1)
@@ -67,7 +70,8 @@ def _describe(text: str) -> FailureText:
     for line in reversed(meaningful):
         match = _EXCEPTION_LINE.match(line)
         if match:
-            return FailureText(text[:TRACEBACK_HEAD_CHARS], timed_out, match.group(1), match.group(2))
+            exception_class = match.group(1)[:EXCEPTION_CLASS_CHARS]
+            return FailureText(text[:TRACEBACK_HEAD_CHARS], timed_out, exception_class, match.group(2))
     asv_lines = [line for line in meaningful if line.startswith("asv:")]
     message = (asv_lines or meaningful)[-1]
     return FailureText(text[:TRACEBACK_HEAD_CHARS], timed_out, None, message)

@@ -52,6 +52,13 @@ def test_webhook_subscriptions_through_the_api(server):
         assert created.status_code == 201 and "secret" not in created.json()
         bad = client.post("/api/v1/webhooks", json={**body, "event_types": ["push"]})
         assert bad.status_code == 422 and "push" in bad.json()["detail"]
+        for url, word in [("https://bot.example/hook\r\nX-Injected: 1", "control characters"),
+                          ("https://xn--/hook", "not valid"), ("https://bot.example:99999/", "not valid")]:
+            bad = client.post("/api/v1/webhooks", json={**body, "url": url})
+            assert bad.status_code == 422 and word in bad.json()["detail"], bad.text
+        for field in ("secret", "description"):
+            bad = client.post("/api/v1/webhooks", json={**body, field: body["secret"] + "\x00"})
+            assert bad.status_code == 422 and "NUL" in bad.text, bad.text
         assert [s["url"] for s in client.get("/api/v1/webhooks").json()] == [body["url"]]
         assert client.delete(f"/api/v1/webhooks/{created.json()['id']}").status_code == 204
         assert client.delete(f"/api/v1/webhooks/{created.json()['id']}").status_code == 404

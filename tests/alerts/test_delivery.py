@@ -9,11 +9,11 @@ from collections import Counter
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
-from tewatch.alerts.delivery import DeliveryPolicy, OutboxWorker
+from tewatch.alerts.delivery import UNSENDABLE, DeliveryPolicy, OutboxWorker
 from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.signing import sign, verify
 from tewatch.alerts.subscriptions import SubscriptionError, add_subscription
-from tewatch.store.alert_models import DeliveryStatus, WebhookAttempt, WebhookDelivery
+from tewatch.store.alert_models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookSubscription
 from tewatch.store.database import make_engine
 
 from tests.alerts.receiver import Receiver
@@ -122,6 +122,52 @@ def test_bad_subscriptions_are_refused_with_a_reason(engine):
             ("ftp://example.org/x", SECRET, ["pr.report"], "http"),
             ("http://127.0.0.1/x", "short", ["pr.report"], "16 characters"),
             ("http://127.0.0.1/x", SECRET, ["pr.opened"], "pr.opened"),
+            ("http://127.0.0.1/x\r\nX-Injected: 1", SECRET, ["pr.report"], "control characters"),
+            ("http://127.0.0.1/x\n", SECRET, ["pr.report"], "control characters"),
+            ("http://exa mple.org/x", SECRET, ["pr.report"], "whitespace"),
+            ("http://[::1/x", SECRET, ["pr.report"], "not valid"),
+            ("http://xn--/x", SECRET, ["pr.report"], "not valid"),
+            ("http://127.0.0.1:99999/x", SECRET, ["pr.report"], "not valid"),
+            ("http://127.0.0.1:0/x", SECRET, ["pr.report"], "port from 1 to 65535"),
+            ("http://127.0.0.1/x", SECRET + "\x00", ["pr.report"], "NUL"),
         ]:
             with pytest.raises(SubscriptionError, match=reason):
                 add_subscription(session, url, secret, types)
+
+
+def test_a_subscription_whose_url_cannot_be_sent_to_fails_alone(engine):
+    """URLs from before creation checked them: a CR/LF or an invalid IDNA host fails at send time. Such a
+    delivery fails for good at once (no retries), and the other subscribers get theirs in the same pass."""
+    bad_urls = ["http://127.0.0.1/hook\r\nX-Injected: 1", "http://xn--/hook"]
+    with Receiver(SECRET) as receiver:
+        with Session(engine) as session, session.begin():
+            for url in bad_urls:  # as an older version stored them, past today's checks
+                session.add(WebhookSubscription(url=url, secret=SECRET, event_types=["regression.detected"]))
+        event_ids = subscribe_and_emit(engine, receiver.url, 3)
+        worker = OutboxWorker(engine, FAST)
+        assert worker.run_once() == (3, 2 * 3)
+        worker.client.close()
+    assert sorted(r.event_id for r in receiver.accepted()) == sorted(event_ids)
+    with Session(engine) as session:
+        failed = session.scalars(select(WebhookDelivery).where(WebhookDelivery.status == DeliveryStatus.failed)).all()
+        errors = session.scalars(select(WebhookAttempt.error).where(WebhookAttempt.error.is_not(None))).all()
+    assert len(failed) == 6 and all(d.attempts == 1 for d in failed)
+    assert all(error.startswith(UNSENDABLE) for error in errors) and len(errors) == 6
+
+
+def test_an_error_while_sending_one_delivery_does_not_stop_the_pass(engine, monkeypatch):
+    with Receiver(SECRET) as receiver:
+        event_ids = subscribe_and_emit(engine, receiver.url, 4)
+        worker = OutboxWorker(engine, FAST)
+        load, broken = worker._load, []
+
+        def load_or_fail(delivery_id):
+            if not broken:
+                broken.append(delivery_id)
+                raise RuntimeError("the database went away for this one")
+            return load(delivery_id)
+
+        monkeypatch.setattr(worker, "_load", load_or_fail)
+        assert worker.run_once() == (3, 1)
+        worker.client.close()
+    assert len(receiver.accepted()) == 3 and {r.event_id for r in receiver.accepted()} < set(event_ids)

@@ -64,6 +64,51 @@ def wrong_combination_count(parts):
     _edit_json(parts, "result", lambda d: d["results"]["ops.Scale.time_scale"][0].pop())
 
 
+def _raw_at(part, path, raw, index=0):
+    """Put `raw` JSON text (NaN, Infinity, huge integers, escapes json.dumps never writes) at `path`."""
+
+    def edit(parts):
+        def place(data):
+            target = data
+            for key in path[:-1]:
+                target = target[key]
+            target[path[-1]] = "@@RAW@@"
+
+        name, content = parts[part][index]
+        data = json.loads(content)
+        place(data)
+        parts[part][index] = (name, json.dumps(data).replace('"@@RAW@@"', raw).encode())
+
+    return edit
+
+
+infinite_result = _raw_at("result", ["results", "ops.track_share", 0, 0], "Infinity")
+huge_integer_result = _raw_at("result", ["results", "ops.track_share", 0, 0], "1" + "0" * 400)
+huge_stats_number = _raw_at("result", ["results", "ops.Scale.time_scale", 9, 0], str(2**64))
+nan_date = _raw_at("result", ["date"], "NaN")
+far_date = _raw_at("result", ["date"], "1e20")
+deep_nesting = _raw_at("run", ["capabilities"], "[" * 3000 + "]" * 3000)
+huge_param_in_record = _raw_at("cases", ["params", "mode"], str(2**64))
+huge_gpu_count = _raw_at("machine", ["gpu_count"], json.dumps(str(2**63)))
+year_one_started_at = _raw_at("run", ["started_at"], '"0001-01-01T00:00:00+05:00"')
+
+
+def _renamed_benchmark(name_json):
+    def edit(parts):
+        for part in ("result", "benchmarks"):
+            file_name, content = parts[part][0]
+            data = json.loads(content)
+            table = data["results"] if part == "result" else data
+            table["@@NAME@@"] = table.pop("ops.track_share")
+            parts[part][0] = (file_name, json.dumps(data).replace('"@@NAME@@"', name_json).encode())
+
+    return edit
+
+
+nul_in_benchmark_name = _renamed_benchmark('"ops.track\\u0000share"')
+surrogate_in_benchmark_name = _renamed_benchmark('"ops.track\\ud800share"')
+
+
 def missing_machine(parts):
     del parts["machine"]
 
@@ -90,6 +135,17 @@ CASES = [
     (missing_machine, 422, ["missing file part", "machine"]),
     (unknown_part, 422, ["unknown file part", "profile"]),
     (not_utf8, 400, ["run", "not UTF-8"]),
+    (infinite_result, 422, ["result", "results.ops.track_share.result[0]", "NaN (asv's skip)"]),
+    (huge_integer_result, 422, ["result", "results.ops.track_share.result[0]", "range of a float"]),
+    (huge_stats_number, 422, ["result", "results.ops.Scale.time_scale.stats_number[0]", "out of range"]),
+    (nan_date, 422, ["result", "field date", "milliseconds since the epoch"]),
+    (far_date, 422, ["result", "field date", "1970-01-01 to before 3000-01-01"]),
+    (deep_nesting, 400, ["run", "nested more than 200 levels"]),
+    (huge_param_in_record, 422, ["cases/", "params.mode", "out of range"]),
+    (huge_gpu_count, 422, ["machine", "gpu_count", "out of range"]),
+    (year_one_started_at, 422, ["run", "started_at", "out of range"]),
+    (nul_in_benchmark_name, 422, ["result", "NUL character"]),
+    (surrogate_in_benchmark_name, 400, ["result", "line 1 column", "lone UTF-16 surrogate"]),
 ]
 
 
@@ -104,6 +160,27 @@ def test_bad_upload_is_refused_and_changes_nothing(live_server, breakage, status
     detail = answer.json()["detail"]
     for word in words:
         assert word in detail, f"{word!r} not in {detail!r}"
+    assert live_server.counts() == before
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"pr_number": str(2**63)}, ["pr_number", "out of range", "2147483647"]),
+        ({"commit_date": "0001-01-01T00:00:00+05:00"}, ["commit_date", "out of range"]),
+        ({"commit_date": "9999-12-31T23:59:59-05:00"}, ["commit_date", "out of range"]),
+        ({"branch": "a\x00b"}, ["branch", "NUL character"]),
+        ({"branch": "b" * 201}, ["branch", "201 characters", "at most 200"]),
+    ],
+    ids=["pr-2^63", "year-1", "year-9999", "nul-branch", "long-branch"],
+)
+def test_bad_form_field_is_refused_and_changes_nothing(live_server, fields, words):
+    before = live_server.counts()
+    with live_server.client() as client:
+        answer = post_run(client, parts_of(tiny_run(0)), **fields)
+    assert answer.status_code == 422, answer.text
+    for word in words:
+        assert word in answer.json()["detail"], answer.json()
     assert live_server.counts() == before
 
 

@@ -14,6 +14,7 @@ from tewatch.ingest.fingerprints import cached_case_id, case_id, digest_of, seri
 from tewatch.store.gc_pause import collector_paused
 from tewatch.ingest.jsonfile import load_json
 from tewatch.ingest.records import CaseRecord, parse_record
+from tewatch.store.limits import json_problem
 
 from tests.service.uploads import all_fixture_runs
 
@@ -21,7 +22,7 @@ JSON_TEXTS = [
     b'{"a": [1, 2.5, -0.0, 1e400, NaN, -Infinity], "b": {"c": null, "d": true}}',
     b'{"a": 1, "a": 2}',
     b'{"big": 123456789012345678901234567890, "esc": "\\u00e9\\n\\"", "raw": "\xc3\xa9"}',
-    b'{"lone": "\\ud800"}',  # the json module keeps a lone surrogate
+    b'{"pair": "\\ud83d\\ude00"}',  # a surrogate pair is one character
     b"\xef\xbb\xbf{}",  # a byte-order mark is refused
     b'{"a": 1} x',
     b'["\xff"]',
@@ -56,6 +57,24 @@ def test_load_json_equals_the_json_module(content):
     assert _same(ours, _json_module(content))
 
 
+@pytest.mark.parametrize(
+    ("content", "message", "line", "column"),
+    [
+        (b'{"lone": "\\ud800"}', "lone UTF-16 surrogate", 1, 17),  # the json module would keep it
+        (b'["ok", "\\udc00"]', "lone UTF-16 surrogate", 1, 14),
+        (b"[" * 300 + b"]" * 300, "nested more than 200 levels", 1, 202),
+        (b"[" * 3000 + b"]" * 3000, "nested more than 200 levels", None, None),  # RecursionError there
+        (b"[1" + b"0" * 5000 + b"]", "too many digits", 1, 4303),  # ValueError there
+    ],
+    ids=["lone-high", "lone-low", "deep", "deeper-than-python", "digits"],
+)
+def test_load_json_refuses_what_the_json_module_takes_but_no_column_keeps(content, message, line, column):
+    with pytest.raises(IngestError) as refused:
+        load_json(content, "f")
+    assert message in refused.value.message and refused.value.status_code == 400
+    assert (refused.value.line, refused.value.column) == (line, column)
+
+
 def _record_or_error(content: bytes):
     try:
         return parse_record(CaseRecord, content, "cases/x.json").model_dump()
@@ -69,9 +88,10 @@ def _record_the_slow_way(content: bytes):
     except ValueError:
         return "refused"
     try:
-        return CaseRecord.model_validate(data).model_dump()
+        record = CaseRecord.model_validate(data).model_dump()
     except ValueError:
         return "refused"
+    return "refused" if json_problem(record) else record  # what the store cannot keep
 
 
 def _case_files() -> list[bytes]:
@@ -133,6 +153,34 @@ def test_results_statistics_are_checked_column_by_column():
     with pytest.raises(IngestError) as bad:
         parse_results(_results_file(samples=[[1.0], [2.0, "x"]]))
     assert bad.value.field == "results.m.C.time_x.samples[1]"
+
+
+@pytest.mark.parametrize(
+    ("columns", "field", "words"),
+    [
+        ({"stats_number": [1, 2**31]}, "stats_number[1]", "out of range"),
+        ({"stats_repeat": [-1, 5]}, "stats_repeat[0]", "out of range"),
+        ({"stats_number": [1, 3e9]}, "stats_number[1]", "out of range"),
+        ({"stats_q_25": [0.5, 10**400]}, "stats_q_25[1]", "range of a float"),
+        ({"samples": [[1.0], [2.0, 10**400]]}, "samples[1]", "range of a float"),
+    ],
+)
+def test_results_cells_the_store_cannot_keep_are_refused_by_name(columns, field, words):
+    with pytest.raises(IngestError) as refused:
+        parse_results(_results_file(**columns))
+    assert refused.value.field == f"results.m.C.time_x.{field}" and words in refused.value.message
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), 10**400])
+def test_an_infinite_or_too_large_result_is_refused_and_nan_stays_a_skip(value):
+    document = json.loads(_results_file())
+    document["results"]["m.C.time_x"][0] = [float("nan"), value]
+    with pytest.raises(IngestError) as refused:
+        parse_results(json.dumps(document).encode())
+    assert refused.value.field == "results.m.C.time_x.result[1]"
+    document["results"]["m.C.time_x"][0] = [float("nan"), None]
+    skipped, failed = (c.value for c in parse_results(json.dumps(document).encode()).benchmarks[0].combos)
+    assert math.isnan(skipped) and failed is None
 
 
 def test_results_without_the_optional_columns_parse():

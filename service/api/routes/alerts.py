@@ -6,6 +6,7 @@ from tewatch.alerts import queries
 from tewatch.alerts.lifecycle import TransitionError, change_status
 from tewatch.alerts.schemas import AlertDetailOut, AlertOut, StatusChangeIn
 from tewatch.api.deps import get_engine, read_access, require_token
+from tewatch.api.params import OptionalQueryInt, PathInt
 from tewatch.store.alert_models import Alert
 
 router = APIRouter(tags=["alerts"])
@@ -17,7 +18,7 @@ def list_alerts(
     status: Literal["open", "acknowledged", "resolved", "dismissed"] | None = None,
     kind: Literal["correctness", "regression"] | None = None,
     branch: str | None = None,
-    pr: int | None = None,
+    pr: OptionalQueryInt = None,
     gpu: str | None = None,
     limit: int = 200,
 ):
@@ -27,7 +28,7 @@ def list_alerts(
 
 
 @router.get("/api/v1/alerts/{alert_id}", response_model=AlertDetailOut, dependencies=[Depends(read_access)])
-def get_alert(request: Request, alert_id: int):
+def get_alert(request: Request, alert_id: PathInt):
     with Session(get_engine(request)) as session:
         alert = session.get(Alert, alert_id)
         if alert is None:
@@ -37,7 +38,7 @@ def get_alert(request: Request, alert_id: int):
 
 @router.post("/api/v1/alerts/{alert_id}/status", response_model=AlertDetailOut,
              dependencies=[Depends(require_token)], responses={404: {}, 409: {}})
-def set_alert_status(request: Request, alert_id: int, change: StatusChangeIn):
+def set_alert_status(request: Request, alert_id: PathInt, change: StatusChangeIn):
     """Acknowledge, resolve, dismiss or reopen an alert; the change is kept in its history."""
     with Session(get_engine(request)) as session, session.begin():
         alert = session.get(Alert, alert_id)

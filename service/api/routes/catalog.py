@@ -1,5 +1,6 @@
 from fastapi import APIRouter, Query
 from tewatch.api.deps import ReadConnection
+from tewatch.api.params import Offset
 from tewatch.api.schemas import BenchmarkEntry, CasePage, CommitPage, MachineEntry
 from tewatch.store import queries
 
@@ -12,7 +13,7 @@ def list_commits(
     repo: str | None = None,
     branch: str | None = None,
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: Offset = 0,
 ):
     return CommitPage(
         **queries.list_commits(conn, repo=repo, branch=branch, limit=limit, offset=offset).__dict__
@@ -37,7 +38,7 @@ def list_cases(
     backend: str | None = None,
     recipe: str | None = None,
     limit: int = Query(500, ge=1, le=10000),
-    offset: int = Query(0, ge=0),
+    offset: Offset = 0,
 ):
     page = queries.list_cases(
         conn, case_name=case, gpu=gpu, backend=backend, recipe=recipe, limit=limit, offset=offset

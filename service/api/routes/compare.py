@@ -1,5 +1,6 @@
 from fastapi import APIRouter, HTTPException
 from tewatch.api.deps import ReadConnection
+from tewatch.api.params import QueryInt
 from tewatch.api.schemas import Comparison
 from tewatch.store import queries
 
@@ -7,7 +8,7 @@ router = APIRouter(tags=["runs"])
 
 
 @router.get("/api/v1/compare", response_model=Comparison)
-def compare(base: int, head: int, conn: ReadConnection):
+def compare(base: QueryInt, head: QueryInt, conn: ReadConnection):
     """Every series of two runs side by side, with the head/base ratio and what changed."""
     for run_id in (base, head):
         if queries.get_run(conn, run_id) is None:

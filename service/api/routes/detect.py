@@ -4,13 +4,17 @@ from starlette.concurrency import run_in_threadpool
 from tewatch.alerts import queries
 from tewatch.alerts.schemas import ComparisonOut, DetectIn, DetectionOut, DetectOut
 from tewatch.api.deps import get_engine, get_settings, read_access, require_token
+from tewatch.api.params import OptionalQueryInt, PathInt
 
 router = APIRouter(tags=["detection"])
 
 
 @router.get("/api/v1/detections", response_model=list[DetectionOut], dependencies=[Depends(read_access)])
 def list_detections(
-    request: Request, branch: str | None = None, series_id: int | None = None, active: bool | None = True,
+    request: Request,
+    branch: str | None = None,
+    series_id: OptionalQueryInt = None,
+    active: bool | None = True,
     limit: int = 500,
 ):
     """Change points with their baseline, limits, effect and detector version."""
@@ -20,7 +24,7 @@ def list_detections(
 
 @router.get("/api/v1/prs/{pr_number}/comparisons", response_model=list[ComparisonOut],
             dependencies=[Depends(read_access)])
-def list_comparisons(request: Request, pr_number: int):
+def list_comparisons(request: Request, pr_number: PathInt):
     """Every case of a pull request's runs against the merge base, with verdict and interval."""
     with Session(get_engine(request)) as session:
         return queries.pr_comparisons(session, pr_number)

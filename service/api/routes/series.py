@@ -1,5 +1,6 @@
 from fastapi import APIRouter, HTTPException, Query
 from tewatch.api.deps import ReadConnection
+from tewatch.api.params import PathInt
 from tewatch.api.schemas import SeriesAnswer
 from tewatch.store import queries
 
@@ -8,7 +9,7 @@ router = APIRouter(tags=["series"])
 
 @router.get("/api/v1/series/{series_id}", response_model=SeriesAnswer, response_model_exclude_none=False)
 def get_series(
-    series_id: int,
+    series_id: PathInt,
     conn: ReadConnection,
     branch: str | None = None,
     limit: int = Query(1000, ge=1, le=100_000, description="the most recent N runs"),

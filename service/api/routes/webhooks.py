@@ -11,6 +11,7 @@ from tewatch.alerts.subscriptions import (
     remove_subscription,
 )
 from tewatch.api.deps import get_engine, require_token
+from tewatch.api.params import OptionalQueryInt, PathInt
 from tewatch.store.alert_models import DeliveryStatus, WebhookDelivery
 
 # Subscriptions hold secrets and URLs of private receivers: every route needs a token.
@@ -37,7 +38,7 @@ def list_subscriptions(request: Request):
 
 
 @router.delete("/api/v1/webhooks/{subscription_id}", status_code=status.HTTP_204_NO_CONTENT, responses={404: {}})
-def delete_subscription(request: Request, subscription_id: int):
+def delete_subscription(request: Request, subscription_id: PathInt):
     with Session(get_engine(request)) as session, session.begin():
         try:
             remove_subscription(session, subscription_id)
@@ -48,7 +49,10 @@ def delete_subscription(request: Request, subscription_id: int):
 
 @router.get("/api/v1/webhooks/deliveries", response_model=list[DeliveryOut])
 def list_deliveries(
-    request: Request, status: DeliveryStatus | None = None, subscription_id: int | None = None, limit: int = 200
+    request: Request,
+    status: DeliveryStatus | None = None,
+    subscription_id: OptionalQueryInt = None,
+    limit: int = 200,
 ):
     """The delivery log, newest first."""
     with Session(get_engine(request)) as session:
