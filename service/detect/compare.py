@@ -181,18 +181,20 @@ def round_differences(pair: ComparePair, min_samples: int) -> _RoundDifferences 
 
 def _family_round_prior(found: Sequence[_RoundDifferences | None], families: Sequence[str | None],
                         config: CompareConfig) -> dict[str, tuple[float, float]]:
-    """Family -> (prior variance of one round's difference, its degrees of freedom): the pooled variance
-    of the family's series, each about its own mean, its degrees of freedom capped."""
+    """Family -> (prior variance of one round's difference, its degrees of freedom): the median of the
+    family's series' variances, each about its own mean and scaled by the median of its chi-square (so
+    that the median estimates the variance itself), which one series of a wild process cannot move. Its
+    degrees of freedom are the family's, capped."""
     pooled: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for rounds, family in zip(found, families):
         if rounds is not None and family is not None:
             pooled[family].append((rounds.variance, rounds.dof))
     priors = {}
     for family, items in pooled.items():
-        dof = sum(d for _, d in items)
         if len(items) >= 2:
-            variance = sum(v * d for v, d in items) / dof
-            priors[family] = (variance, min(dof, config.max_prior_dof))
+            scaled = [v / (stats.chi2.median(d) / d) for v, d in items]
+            dof = MAD_EFFICIENCY * sum(d for _, d in items)
+            priors[family] = (float(np.median(scaled)), min(dof, config.max_prior_dof))
     return priors
 
 
@@ -297,13 +299,20 @@ def _as_pair(item: ComparePair | tuple, family: str | None) -> ComparePair:
 
 
 def _modes(side: Side, config: CompareConfig) -> list[float]:
-    """Modes of the samples of any one process of a side (each round is one process)."""
+    """Modes of a side whose processes (each round is one) mostly have them: those of the first."""
     groups = _rounds(side) if side.round_sizes is not None else [_clean(side.samples)]
-    for samples in groups:
-        found = sample_modes(samples, config.mode_min_share, config.mode_separation)
-        if found:
-            return found
-    return []
+    found = [m for m in (sample_modes(g, config.mode_min_share, config.mode_separation) for g in groups) if m]
+    return found[0] if found and 2 * len(found) >= len(groups) else []
+
+
+def _beyond_modes(base: np.ndarray, head: np.ndarray, base_modes: list[float], head_modes: list[float],
+                  min_effect: float) -> bool:
+    """Whether the head left every level the base had (or the base every level of the head's): a change
+    past all modes is a change, whatever the modes."""
+    base_levels = base_modes or [float(np.median(base))]
+    head_levels = head_modes or [float(np.median(head))]
+    factor = 1 + min_effect
+    return min(head_levels) > max(base_levels) * factor or max(head_levels) * factor < min(base_levels)
 
 
 def compare_sweep(
@@ -346,10 +355,14 @@ def compare_sweep(
                                       len(base), len(head), sigma, config.min_effect, source))
             continue
         q = float(next(q_values))
-        modes = _modes(pair.base, config) or _modes(pair.head, config)
+        base_modes, head_modes = _modes(pair.base, config), _modes(pair.head, config)
+        modes = base_modes or head_modes
         # a verdict is about "worse or better", so flip the sign where higher is better
         worse_log = -shift.estimate if pair.higher_is_better else shift.estimate
-        verdict = CompareVerdict.unstable if modes else _verdict(worse_log, shift.half_width, q, config)
+        verdict = _verdict(worse_log, shift.half_width, q, config)
+        if modes and not (verdict in (CompareVerdict.regression, CompareVerdict.improvement)
+                          and _beyond_modes(base, head, base_modes, head_modes, config.min_effect)):
+            verdict = CompareVerdict.unstable
         results.append(
             Comparison(
                 verdict=verdict, baseline=baseline, head=head_level,

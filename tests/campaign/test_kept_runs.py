@@ -39,7 +39,9 @@ def test_every_doubled_reference_quantize_is_a_regression_and_nothing_improves(c
     # the one other: the reference RHT, untouched by the change but host-bound (the fixture's README)
     others = [t for t in regressions if t not in quantize]
     assert len(others) == 1 and others[0].startswith("PR #1: rht.Rht.track_seconds(backend=te-ref,")
-    assert compared["pr_verdicts"] == {"regression": 11, "inconclusive": 116}
+    # metrics of one value per run (TFLOP/s, share of the ceiling, compile time) are not compared; two
+    # host-bound shape contracts of the head run at 15 or 29 us are two-moded, so `unstable`
+    assert compared["pr_verdicts"] == {"regression": 11, "inconclusive": 71, "unstable": 2}
 
 
 def test_the_report_arrives_signed_with_the_kept_runs_commits(compared: dict) -> None:

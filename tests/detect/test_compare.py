@@ -143,4 +143,6 @@ def test_two_runs_of_the_same_te_on_two_lent_h200s_are_not_told_apart():
     assert len(keys) == 86
     assert {c.verdict for c in compare_sweep(pairs, families=[benchmark for benchmark, _ in keys])} == {
         CompareVerdict.inconclusive}
-    assert sum(c.verdict is not CompareVerdict.inconclusive for c in compare_sweep(pairs)) >= 5
+    # without the family, tight samples alone call process levels changes (host-bound contract checks of
+    # tens of microseconds take the host floor and stay quiet either way)
+    assert sum(c.verdict is not CompareVerdict.inconclusive for c in compare_sweep(pairs)) >= 4
