@@ -39,6 +39,8 @@ def format_effect(value: float | None) -> str:
 
 
 NOISE_SOURCE_WORDS = {  # tewatch.detect.compare.NoiseSource
+    "rounds": "from the spread of the A/B rounds, with the benchmark's other series",
+    "host": "the floor of host-bound calls",
     "history": "from the series' history",
     "samples": "from the runs' own samples",
     "benchmark": "from the spread of the benchmark's cases in this comparison",

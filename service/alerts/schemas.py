@@ -142,6 +142,9 @@ class ComparisonOut(_Rows):
     n_head: int
     between_run_sigma: float | None
     noise_source: str | None
+    rounds: int | None = None  # A/B rounds paired (null: one run per side)
+    modes: list[float] | None = None  # the two speeds of an `unstable` series
+    primary: bool | None = None  # the steadier timing of its case, the one that says `unchanged`
     min_effect: float
     detector_version: str
 

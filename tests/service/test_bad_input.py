@@ -109,6 +109,13 @@ nul_in_benchmark_name = _renamed_benchmark('"ops.track\\u0000share"')
 surrogate_in_benchmark_name = _renamed_benchmark('"ops.track\\ud800share"')
 
 
+def round_sizes_not_the_samples(parts):
+    """An A/B run whose records say the rounds held more samples than the results file has."""
+    _edit_json(parts, "run", lambda d: d.update(ab={"session": "s1", "side": "head", "rounds": 2}))
+    for index in range(len(parts["cases"])):
+        _edit_json(parts, "cases", lambda d: d.update(round_sizes={"time_scale": [1, 1000]}), index)
+
+
 def missing_machine(parts):
     del parts["machine"]
 
@@ -132,6 +139,7 @@ CASES = [
     (bad_verdict_status, 422, ["cases/", "verdict.status"]),
     (string_result_value, 422, ["result", "results.ops.track_share.result[0]"]),
     (wrong_combination_count, 422, ["result", "results.ops.Scale.time_scale.result", "4 entries"]),
+    (round_sizes_not_the_samples, 422, ["cases/", "round_sizes.time_scale", "round sizes add up to 1001"]),
     (missing_machine, 422, ["missing file part", "machine"]),
     (unknown_part, 422, ["unknown file part", "profile"]),
     (not_utf8, 400, ["run", "not UTF-8"]),

@@ -42,3 +42,73 @@ def test_torchref_slow_quantize_makes_both_emulated_quantizers_do_their_work_fou
     perturb.TORCH_REF["torchref-slow-quantize"](emu)
     assert emu.quantize_nvfp4("x") == "quantized x" and emu.quantize_nvfp4_columnwise("y") == "quantized y"
     assert calls == ["x"] * 4 + ["y"] * 4
+
+
+def _busy(seconds: float) -> None:
+    import time
+
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
+
+
+def test_a_sized_slowdown_adds_its_share_of_the_calls_own_time_after_the_cold_calls() -> None:
+    import statistics
+    import time
+
+    calls = []
+
+    def call(x):
+        calls.append(x)
+        _busy(0.006 if len(calls) <= 2 else 0.002)  # the first calls are cold, as a case's checks are
+
+    slower = perturb.slower_by("gemm-slower-5", call, 0.10, perturb._HostClock)
+    perturb.touched.clear()
+    times = []
+    for i in range(30):
+        t0 = time.perf_counter()
+        slower(i)
+        times.append(time.perf_counter() - t0)
+    assert calls == list(range(30)) and perturb.touched["gemm-slower-5"] == 30
+    # 10 % of the warm call (2 ms), not of the cold ones (6 ms)
+    assert 1.07 < statistics.median(times[perturb.CALIBRATION_CALLS:]) / 0.002 < 1.2
+
+
+def test_the_sized_te_perturbations_patch_what_they_name(monkeypatch) -> None:
+    def general_gemm(a, b, **kwargs):
+        return "out"
+
+    class Reference:
+        def quantize(self, tensor):
+            return "q"
+
+        def _apply_rht(self, tensor):
+            return "rht"
+
+    class Fp8Current:
+        def quantize_impl(self, tensor):
+            return "fp8"
+
+        def update_quantized(self, tensor, out):
+            return out
+
+    class Tensor:
+        reads = 0
+
+        def abs(self):
+            Tensor.reads += 1
+            return self
+
+        def amax(self):
+            return self
+
+    monkeypatch.setenv(perturb.ENV, "gemm-slower-5,te-ref-quantize-slower-6,te-ref-rht-slower-12,fp8-current-extra-pass")
+    namespace = SimpleNamespace(general_gemm=general_gemm, ref=SimpleNamespace(NVFP4QuantizerRef=Reference),
+                                te=SimpleNamespace(Float8CurrentScalingQuantizer=Fp8Current))
+    perturb.apply_to_te(namespace)
+    assert namespace.general_gemm is not general_gemm and namespace.general_gemm.__wrapped__ is general_gemm
+    assert Reference.quantize.__name__ == "quantize" and Reference._apply_rht.__name__ == "_apply_rht"
+    perturb.touched.clear()
+    tensor = Tensor()
+    assert Fp8Current().quantize_impl(tensor) == "fp8" and Fp8Current().update_quantized(tensor, "o") == "o"
+    assert Tensor.reads == 2 and perturb.touched["fp8-current-extra-pass"] == 2
