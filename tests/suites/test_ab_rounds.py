@@ -12,7 +12,6 @@ import pytest
 
 from tests.conftest import served_sqlite
 from tests.suites.test_run_ci_profile import _runner
-from tests.suites.test_run_ci_profile import project as project_fixture  # noqa: F401 - registers `project`
 
 BENCH = r"^(rht|gemm)\."
 BASE, HEAD = "ab00000000000000000000000000000000000001", "ab00000000000000000000000000000000000002"

@@ -4,7 +4,6 @@ throwaway git copy of the project, then the results file and every sidecar recor
 import json
 import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,21 +16,6 @@ REPO = Path(__file__).resolve().parents[2]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 SUITES = r"^(quantize|rht|gemm|linear|contracts)\."
 STATUSES = {"pass", "fail_accuracy", "error", "unsupported", "timeout", "oom"}
-
-
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
-
-
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("project")
-    shutil.copy(REPO / "asv.conf.json", root)
-    shutil.copytree(REPO / "benchmarks", root / "benchmarks", ignore=shutil.ignore_patterns("__pycache__"))
-    _git(root, "init", "-q")
-    _git(root, "add", ".")
-    _git(root, "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "commit", "-qm", "snapshot")
-    return root
 
 
 def _runner(project: Path, home: Path, *args: str) -> tuple[list[str], dict[str, str]]:
