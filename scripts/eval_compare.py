@@ -1,93 +1,131 @@
-"""Pull-request comparisons without history, on replayed H200 noise: false verdicts and recall with and
-without each benchmark's spread of level changes as the run-to-run noise (detector 2.2 and 2.1's rule).
+"""Pull-request comparisons on replayed H200 noise: one run per side against K interleaved A/B rounds.
 
-Each sweep is one family of CASES cases (one benchmark), two processes per case drawn from a noise profile
-(a process level, then tight samples around it): the H200 probe's (service/detect/noise.py), and profiles
-fitted to the kept H200 runs of TE 2.20.2 (tests/fixtures: four runs of each quick-profile case on three
-lent machines). A quarter of the cases really change by the given step in the head run. Prints one row
-per profile and step.
+The noise is fitted per family and metric to runs kept from lent H200s (tests/fixtures/h200-ab-quick and
+h200-ab-subset: on each of two machines, TE 2.20.2's quick-profile cases measured twice, once as the base
+and once as an A/A arm, each case in its own process, with event and kernel time). A case's process level
+is drawn from the pooled, sign-symmetrised log level differences of those pairs (each divided by sqrt 2,
+one process's share), so their heavy tails stay (a bf16 te.Linear whose kernel time moved by 12 % in one
+process); its samples spread around that level by the family's median within-process spread.
 
-    .venv/bin/python scripts/eval_compare.py --sweeps 200 --cases 24
+Each sweep is CASES cases of one family; in a change sweep a quarter of them really change by the step.
+K = 1 is one run per side (the single-run rule, with the benchmark's spread); K >= 2 are paired rounds.
+Prints, per profile and K: A/A false verdicts per 100 cases and the share of cases `unchanged`, and the
+recall at +5 %, +10 % and +30 %.
+
+    .venv/bin/python scripts/eval_compare.py --sweeps 40 --cases 100
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
-from tewatch.detect.compare import CompareVerdict, compare_sweep
-from tewatch.detect.noise import H200_PROFILES, NoiseProfile, from_samples
+from tewatch.detect.compare import ComparePair, CompareVerdict, Side, compare_sweep
 from tewatch.ingest.asv_files import samples_by_case
 
-KEPT_RUNS = ("h200-full", "h200-quick", "h200-campaign/base-results", "h200-quick-rerun")
-FAMILIES = {"quantize": "quantize.Quantize.track_seconds", "gemm": "gemm.Gemm.track_seconds",
-            "linear": "linear.LinearFwdBwd.track_seconds"}
-
-STEPS = (0.0, 0.05, 0.10, 0.30)
-SAMPLES = 50
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+# (base, A/A arm) of one machine each
+PAIRS = (("h200-ab-quick/base-results", "h200-ab-quick/aa-results"),
+         ("h200-ab-subset/base-results", "h200-ab-subset/aa-results"))
+FAMILIES = {"quantize": "quantize.Quantize", "gemm": "gemm.Gemm", "linear": "linear.LinearFwdBwd",
+            "contracts": "contracts."}
+STEPS = (0.05, 0.10, 0.30)
+ROUNDS = (1, 2, 3, 5)
+SAMPLES = 30
 FLAGGED = (CompareVerdict.regression, CompareVerdict.improvement)
 
 
-def kept_profiles(fixtures: Path) -> dict[str, NoiseProfile]:
-    """Per family, the process medians of every case that all kept runs timed, each divided by that case's
-    median over the runs, pooled; and the median spread of a run's samples."""
-    runs = [samples_by_case(fixtures / folder) for folder in KEPT_RUNS]
-    profiles = {}
-    for name, benchmark in FAMILIES.items():
-        keys = [k for k in runs[0] if k[0] == benchmark and all(k in run for run in runs)]
-        medians = np.array([[np.median(run[k]) for run in runs] for k in keys])
-        spreads = [np.std(np.log(run[k])) for k in keys for run in runs]
-        profiles[f"{name} (kept runs)"] = from_samples(
-            name, (medians / np.median(medians, axis=1, keepdims=True)).ravel(), float(np.median(spreads)))
-    return profiles
+@dataclass(frozen=True)
+class Fitted:
+    name: str
+    process_deviations: np.ndarray  # log units, one process's deviation from the case's level
+    within_sigma: float  # log spread of one process's samples
+
+    @property
+    def robust_sigma(self) -> float:
+        return float(np.median(np.abs(self.process_deviations)) / 0.6745)
+
+    def side(self, rng: np.random.Generator, rounds: int, shift: float) -> Side:
+        levels = rng.choice(self.process_deviations, rounds)
+        parts = [(1 + shift) * math.exp(level) * np.exp(rng.normal(0, self.within_sigma, SAMPLES)) for level in levels]
+        return Side(np.concatenate(parts), [SAMPLES] * rounds if rounds > 1 else None)
 
 
-def sweep(profile: NoiseProfile, cases: int, step: float, rng: np.random.Generator) -> tuple[list, np.ndarray]:
-    changed = np.arange(cases) < (cases // 4 if step else 0)
-    levels = profile.process_levels(rng, (2, cases))
-    pairs = [(profile.samples(rng, levels[0, i], SAMPLES),
-              profile.samples(rng, levels[1, i] * (1 + step * changed[i]), SAMPLES), False, None)
-             for i in range(cases)]
-    return pairs, changed
+def _kernel_samples(folder: Path) -> dict[tuple[str, tuple], list[float]]:
+    import json
+
+    found = {}
+    for path in folder.glob("*/*.tewatch/cases/*.json"):
+        record = json.loads(path.read_text())
+        samples = record.get("metrics", {}).get("kernel_seconds", {}).get("samples")
+        if samples:
+            found[(f"{record['case']}.kernel_seconds", tuple(sorted(record["params"].items())))] = samples
+    return found
 
 
-def score(profile: NoiseProfile, cases: int, step: float, sweeps: int, seed: int) -> dict[str, tuple[float, float]]:
-    """rule -> (false verdicts per sweep among unchanged cases, share of changed cases found)."""
+def fitted_profiles() -> dict[str, Fitted]:
+    deviations: dict[str, list[float]] = defaultdict(list)
+    spreads: dict[str, list[float]] = defaultdict(list)
+    for base_folder, again_folder in PAIRS:
+        for reader in (samples_by_case, _kernel_samples):
+            base, again = reader(FIXTURES / base_folder), reader(FIXTURES / again_folder)
+            for key in set(base) & set(again):
+                family = next((f for f, prefix in FAMILIES.items() if key[0].startswith(prefix)), None)
+                if family is None or len(base[key]) < 5 or len(again[key]) < 5:
+                    continue
+                metric = "kernel" if key[0].endswith("kernel_seconds") else "event"
+                name = f"{family} {metric}"
+                change = math.log(np.median(again[key]) / np.median(base[key])) / math.sqrt(2)
+                deviations[name] += [change, -change]
+                spreads[name] += [float(np.std(np.log(base[key]))), float(np.std(np.log(again[key])))]
+    return {name: Fitted(name, np.array(values), float(np.median(spreads[name])))
+            for name, values in sorted(deviations.items()) if len(values) >= 8}
+
+
+def score(profile: Fitted, cases: int, rounds: int, sweeps: int, seed: int) -> dict[str, float]:
     rng = np.random.default_rng(seed)
-    false = {"2.1": 0, "2.2": 0}
-    found = {"2.1": 0, "2.2": 0}
-    total_changed = 0
+    false = unchanged = 0
+    found = {step: 0 for step in STEPS}
+    changed_total = 0
     for _ in range(sweeps):
-        pairs, changed = sweep(profile, cases, step, rng)
-        total_changed += int(changed.sum())
-        for rule, families in (("2.1", None), ("2.2", ["benchmark"] * cases)):
-            verdicts = [c.verdict for c in compare_sweep(pairs, families=families)]
-            false[rule] += sum(v in FLAGGED for v, c in zip(verdicts, changed) if not c)
-            found[rule] += sum(v is CompareVerdict.regression for v, c in zip(verdicts, changed) if c)
-    return {rule: (false[rule] / sweeps, found[rule] / total_changed if total_changed else float("nan"))
-            for rule in false}
+        aa = [ComparePair(profile.side(rng, rounds, 0.0), profile.side(rng, rounds, 0.0), family=profile.name,
+                          paired=rounds > 1) for _ in range(cases)]
+        verdicts = [c.verdict for c in compare_sweep(aa)]
+        false += sum(v in FLAGGED for v in verdicts)
+        unchanged += sum(v is CompareVerdict.unchanged for v in verdicts)
+        changed = cases // 4
+        changed_total += changed
+        for step in STEPS:
+            pairs = [ComparePair(profile.side(rng, rounds, 0.0), profile.side(rng, rounds, step if i < changed else 0.0),
+                                 family=profile.name, paired=rounds > 1) for i in range(cases)]
+            results = compare_sweep(pairs)
+            found[step] += sum(c.verdict is CompareVerdict.regression for c in results[:changed])
+    return {"false": false / sweeps * 100 / cases, "unchanged": unchanged / (sweeps * cases),
+            **{f"recall {step}": found[step] / changed_total for step in STEPS}}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sweeps", type=int, default=200)
-    parser.add_argument("--cases", type=int, default=24)
-    parser.add_argument("--seed", type=int, default=20261130)
+    parser.add_argument("--sweeps", type=int, default=40)
+    parser.add_argument("--cases", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=20261201)
     args = parser.parse_args()
-    table = Table(title=f"PR comparisons without history: {args.sweeps} sweeps of {args.cases} cases, "
-                        f"{SAMPLES} samples a run, a quarter of the cases changed")
-    for column in ("profile", "step", "false/sweep 2.1", "false/sweep 2.2", "recall 2.1", "recall 2.2"):
+    table = Table(title=f"PR comparisons on replayed H200 noise: {args.sweeps} sweeps of {args.cases} cases, "
+                        f"{SAMPLES} samples a process, a quarter of the cases changed")
+    for column in ("family, metric", "process σ", "K", "A/A false /100", "A/A unchanged", "+5 %", "+10 %", "+30 %"):
         table.add_column(column, justify="right")
-    fixtures = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
-    for name, profile in {**H200_PROFILES, **kept_profiles(fixtures)}.items():
-        for step in STEPS:
-            result = score(profile, args.cases, step, args.sweeps, args.seed)
-            recall = [f"{result[r][1] * 100:.0f} %" if step else "" for r in ("2.1", "2.2")]
-            table.add_row(f"{name} {profile.measured_across_cv * 100:.1f} %", f"+{step * 100:.0f} %",
-                          f"{result['2.1'][0]:.2f}", f"{result['2.2'][0]:.2f}", *recall)
+    for name, profile in fitted_profiles().items():
+        for rounds in ROUNDS:
+            result = score(profile, args.cases, rounds, args.sweeps, args.seed)
+            table.add_row(name, f"{profile.robust_sigma * 100:.2f} %", str(rounds), f"{result['false']:.2f}",
+                          f"{result['unchanged'] * 100:.0f} %",
+                          *(f"{result[f'recall {step}'] * 100:.0f} %" for step in STEPS))
     Console().print(table)
 
 

@@ -153,6 +153,7 @@ class _RoundDifferences:
     head_variance: float = 0.0
     base_rounds: int = 0
     head_rounds: int = 0
+    differences: tuple[float, ...] = ()  # paired: each round's log ratio
 
 
 def round_differences(pair: ComparePair, min_samples: int) -> _RoundDifferences | None:
@@ -168,7 +169,8 @@ def round_differences(pair: ComparePair, min_samples: int) -> _RoundDifferences 
         d = np.array([h - b for b, h in zip(base_levels, head_levels) if np.isfinite(b) and np.isfinite(h)])
         if len(d) < 2:
             return None
-        return _RoundDifferences(float(d.mean()), float(d.var(ddof=1)), len(d) - 1.0, len(d), True)
+        return _RoundDifferences(float(d.mean()), float(d.var(ddof=1)), len(d) - 1.0, len(d), True,
+                                 differences=tuple(float(x) for x in d))
     b = np.array([x for x in base_levels if np.isfinite(x)])
     h = np.array([x for x in head_levels if np.isfinite(x)])
     if len(b) < 2 or len(h) < 2:
@@ -181,10 +183,12 @@ def round_differences(pair: ComparePair, min_samples: int) -> _RoundDifferences 
 
 def _family_round_prior(found: Sequence[_RoundDifferences | None], families: Sequence[str | None],
                         config: CompareConfig) -> dict[str, tuple[float, float]]:
-    """Family -> (prior variance of one round's difference, its degrees of freedom): the median of the
-    family's series' variances, each about its own mean and scaled by the median of its chi-square (so
-    that the median estimates the variance itself), which one series of a wild process cannot move. Its
-    degrees of freedom are the family's, capped."""
+    """Family -> (prior variance of one round's difference, its degrees of freedom): the family's pooled
+    variance, each series about its own mean (a change of the whole family does not enter it), each
+    capped at `prior_cap` times the family's median so that one wild process cannot set the family's
+    noise. Process levels are heavy-tailed (a process now and then sits 5-12 % off): the mean keeps that
+    tail in, where a median would promise tighter rounds than a pull request gets. Degrees of freedom are
+    the family's, capped."""
     pooled: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for rounds, family in zip(found, families):
         if rounds is not None and family is not None:
@@ -192,10 +196,25 @@ def _family_round_prior(found: Sequence[_RoundDifferences | None], families: Seq
     priors = {}
     for family, items in pooled.items():
         if len(items) >= 2:
-            scaled = [v / (stats.chi2.median(d) / d) for v, d in items]
-            dof = MAD_EFFICIENCY * sum(d for _, d in items)
-            priors[family] = (float(np.median(scaled)), min(dof, config.max_prior_dof))
+            cap = config.prior_cap * float(np.median([v for v, _ in items]))
+            dof = sum(d for _, d in items)
+            variance = sum(min(v, cap) * d for v, d in items) / dof
+            priors[family] = (variance, min(dof, config.max_prior_dof))
     return priors
+
+
+def without_outlier_rounds(rounds: _RoundDifferences, differences: np.ndarray, prior_variance: float,
+                           config: CompareConfig) -> _RoundDifferences:
+    """Paired rounds less those whose difference lies further than outlier_k prior sigmas from the
+    median round (an outlying process, not the change), keeping at least two rounds."""
+    if len(differences) < 3 or prior_variance <= 0:
+        return rounds
+    distance = np.abs(differences - np.median(differences))
+    keep = distance <= config.round_outlier_k * np.sqrt(prior_variance)
+    if keep.all() or keep.sum() < 2:
+        return rounds
+    kept = differences[keep]
+    return _RoundDifferences(float(kept.mean()), float(kept.var(ddof=1)), len(kept) - 1.0, len(kept), True)
 
 
 def rounds_shift(rounds: _RoundDifferences, prior: tuple[float, float] | None, config: CompareConfig) -> _Shift:
@@ -209,9 +228,8 @@ def rounds_shift(rounds: _RoundDifferences, prior: tuple[float, float] | None, c
     floor = 2 * config.rounds_sigma_floor**2
     variance = max(variance, floor)
     se = float(np.sqrt(variance / rounds.rounds))
-    t = stats.t(dof)
-    p = float(2 * t.sf(abs(rounds.estimate) / se))
-    return _Shift(rounds.estimate, float(t.ppf(0.5 + config.confidence / 2)) * se, p,
+    p = float(2 * stats.t.sf(abs(rounds.estimate) / se, dof))
+    return _Shift(rounds.estimate, float(stats.t.ppf(0.5 + config.confidence / 2, dof)) * se, p,
                   float(np.sqrt(variance / 2)), NoiseSource.rounds, rounds.rounds)
 
 
@@ -329,6 +347,9 @@ def compare_sweep(
     cleaned = [(_clean(p.base.samples), _clean(p.head.samples)) for p in items]
     rounds = [round_differences(p, config.min_samples) for p in items]
     priors = _family_round_prior(rounds, families, config)
+    rounds = [r if r is None or not r.paired or f not in priors
+              else without_outlier_rounds(r, np.array(r.differences), priors[f][0], config)
+              for r, f in zip(rounds, families)]
     family_sigmas = family_between_run_sigmas(
         [c for c, r in zip(cleaned, rounds) if r is None], [f for f, r in zip(families, rounds) if r is None],
         config)

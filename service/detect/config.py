@@ -59,6 +59,10 @@ class CompareConfig:
         at least this run-to-run noise (host-bound calls moved by 20-80 % between two hosts).
     rounds_sigma_floor: floor of the between-process noise (log units) read from A/B rounds.
     max_prior_dof: cap on the degrees of freedom a benchmark's other series lend a series' round spread.
+    prior_cap: a series' round variance counts towards its benchmark's at most this many times the
+        benchmark's median.
+    round_outlier_k: a paired round further than this many of the benchmark's sigmas from the series'
+        median round is an outlying process and is left out (three rounds or more, two always kept).
     mode_min_share, mode_separation: a process's samples are multi-modal when a gap splits off at least
         this share of them and is this many times the parts' robust spread (detect.modes).
     bootstrap_resamples: resamples for intervals of ratios (compiled/eager, nvfp4/bf16).
@@ -75,6 +79,8 @@ class CompareConfig:
     host_bound_sigma: float = 0.5
     rounds_sigma_floor: float = 0.003
     max_prior_dof: float = 30.0
+    prior_cap: float = 10.0
+    round_outlier_k: float = 4.0
     mode_min_share: float = 0.1
     mode_separation: float = 4.0
     bootstrap_resamples: int = 2000
