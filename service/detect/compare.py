@@ -27,7 +27,7 @@ from __future__ import annotations
 import enum
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -76,6 +76,9 @@ class ComparePair:
     family: str | None = None  # the benchmark: series whose noise informs each other's
     paired: bool = False  # both sides come from one A/B session: rounds pair by index
     seconds: bool = True  # the value is a time (host-bound floor applies to short ones)
+    # whether the call is host-bound (its kernels a small share of its time); None: unknown, then a call
+    # shorter than host_bound_seconds is taken as host-bound
+    host_bound: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -274,7 +277,9 @@ def single_run_noise(base: np.ndarray, head: np.ndarray, pair: ComparePair, fami
     spread = max(within_run_sigma(base), within_run_sigma(head))
     if spread > between:
         between, source = spread, NoiseSource.samples
-    if pair.seconds and float(np.median(base)) < config.host_bound_seconds and config.host_bound_sigma > between:
+    short = float(np.median(base)) < config.host_bound_seconds
+    host_bound = pair.host_bound if pair.host_bound is not None else short
+    if pair.seconds and host_bound and config.host_bound_sigma > between:
         between, source = config.host_bound_sigma, NoiseSource.host
     if family is not None and family.sigma > between:
         return family.sigma, family.degrees_of_freedom, NoiseSource.benchmark
@@ -310,8 +315,7 @@ def _verdict(effect_log: float, half_width: float, q: float, config: CompareConf
 
 def _as_pair(item: ComparePair | tuple, family: str | None) -> ComparePair:
     if isinstance(item, ComparePair):
-        return item if family is None or item.family is not None else ComparePair(
-            item.base, item.head, item.higher_is_better, item.history_sigma, family, item.paired, item.seconds)
+        return item if family is None or item.family is not None else replace(item, family=family)
     base, head, higher_is_better, sigma = item
     return ComparePair(Side(base), Side(head), higher_is_better, sigma, family)
 

@@ -378,6 +378,23 @@ def _compared(info: SeriesInfo, head: Side) -> bool:
     return info.kind != "metric" or len(head.samples) > 1
 
 
+KERNEL_METRIC = "kernel_seconds"
+HOST_BOUND_KERNEL_SHARE = 0.5
+
+
+def _host_bound_cases(infos: dict[int, SeriesInfo], rows) -> dict[int, bool]:
+    """Case id -> whether its calls are host-bound: kernels under half of its event time (cases with
+    kernel time only; the others are judged by their duration)."""
+    medians: dict[int, dict[str, float]] = defaultdict(dict)
+    for series_id, samples, value, _ in rows:
+        info = infos[series_id]
+        values = [v for v in (samples or ([value] if value is not None else [])) if v and v > 0]
+        if info.case_id is not None and values and info.unit == "seconds":
+            medians[info.case_id][info.benchmark.rpartition(".")[2]] = float(np.median(values))
+    return {case_id: found[KERNEL_METRIC] < HOST_BOUND_KERNEL_SHARE * found["track_seconds"]
+            for case_id, found in medians.items() if KERNEL_METRIC in found and "track_seconds" in found}
+
+
 def _primary_series(comparisons: list[tuple[int, SeriesInfo, Comparison]]) -> set[int]:
     """For each case, the timing series with the smallest run-to-run noise: the one that says `unchanged`."""
     best: dict[int, tuple[float, int]] = {}
@@ -434,6 +451,7 @@ def compare_pull_request(
             base_results[series_id].append((samples, value, round_sizes))
     infos = series_infos(session, [r.series_id for r in head_rows])
     sigmas = between_run_sigmas(session, list(infos))
+    host_bound = _host_bound_cases(infos, head_rows)
     pairs, keys = [], []
     for series_id, samples, value, round_sizes in head_rows:
         info = infos[series_id]
@@ -441,8 +459,10 @@ def compare_pull_request(
         if not _compared(info, head):
             continue
         base = _sides(base_results.get(series_id, []))
+        kernel = info.benchmark.endswith(f".{KERNEL_METRIC}")
         pairs.append(ComparePair(base, head, info.higher_is_better, sigmas.get(series_id), info.benchmark,
-                                 paired=paired, seconds=info.unit == "seconds"))
+                                 paired=paired, seconds=info.unit == "seconds",
+                                 host_bound=False if kernel else host_bound.get(info.case_id)))
         keys.append(series_id)
     results = compare_sweep(pairs, config)
     compared = [(series_id, infos[series_id], comparison) for series_id, comparison in zip(keys, results)]
