@@ -81,6 +81,10 @@ class Case(abc.ABC):
     def setup(self, *values: Any) -> None:
         p = dict(zip(self.param_names, values))
         profile = current_profile()
+        if profile.device == "cpu" and profile.cpu_threads:
+            import torch
+
+            torch.set_num_threads(profile.cpu_threads)
         name = f"{type(self).__module__.removeprefix('benchmarks.')}.{type(self).__name__}"
         self.record = records.CaseRecord(case=name, params=p, labels=self.labels(p))
         # asv joins the output of all params of a benchmark; this line lets `tewatch run` split it

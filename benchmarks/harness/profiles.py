@@ -37,6 +37,9 @@ class Profile:
     sample_budget_s: float  # time spent on samples per case
     min_samples: int
     max_samples: int
+    # torch's intra-op threads for CPU cases: one, so that a busy core beside the run slows a case by its
+    # share and no more (two spinning threads on a 2-core machine with one core taken ran 50x slower)
+    cpu_threads: int | None = None
 
 
 _PROFILES = {
@@ -92,6 +95,7 @@ _PROFILES = {
         sample_budget_s=0.1,
         min_samples=5,
         max_samples=20,
+        cpu_threads=1,
     ),
 }
 
