@@ -44,7 +44,7 @@ def delivery_worker(app: FastAPI) -> Iterator[None]:
 
 def detect_after_upload_task(app: FastAPI, run_id: int) -> None:
     """Background task after a stored upload: detection, then wake the delivery worker."""
-    from tewatch.detect.store_glue import detect_after_upload
+    from tewatch.pipeline.detection import detect_after_upload
 
     settings: Settings = app.state.settings
     engine: Engine = app.state.engine

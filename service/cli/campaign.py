@@ -82,7 +82,7 @@ def demo(
     import uvicorn
     from tewatch.api.app import create_app
     from tewatch.campaign.demo import prepare_demo
-    from tewatch.detect.store_glue import detect_branch
+    from tewatch.pipeline.detection import detect_branch
     from tewatch.runner.suite import RunError
     from tewatch.store.database import make_engine
 

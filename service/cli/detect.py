@@ -24,7 +24,7 @@ def detect_command(
     """Run change-point detection over every series of BRANCH; new regressions become alerts and
     regression.detected webhook events (delivered by the service or `tewatch webhooks deliver`)."""
     from sqlalchemy.exc import OperationalError, ProgrammingError
-    from tewatch.detect.store_glue import detect_branch
+    from tewatch.pipeline.detection import detect_branch
     from tewatch.store.database import make_engine
 
     console = Console(stderr=True)

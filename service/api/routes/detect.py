@@ -33,7 +33,7 @@ def list_comparisons(request: Request, pr_number: PathInt):
 @router.post("/api/v1/detect", response_model=DetectOut, dependencies=[Depends(require_token)])
 async def run_detection(request: Request, body: DetectIn):
     """Run change-point detection over a branch's whole stored history now."""
-    from tewatch.detect.store_glue import detect_branch
+    from tewatch.pipeline.detection import detect_branch
 
     summary = await run_in_threadpool(
         detect_branch, get_engine(request), body.branch, get_settings(request).public_url

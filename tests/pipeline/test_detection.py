@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from tewatch.alerts.subscriptions import add_subscription
-from tewatch.detect.store_glue import detect_after_upload, detect_branch
+from tewatch.pipeline.detection import detect_after_upload, detect_branch
 from tewatch.store.alert_models import (
     Alert,
     AlertKind,

@@ -19,7 +19,7 @@ from tewatch.detect.compare import ComparePair, CompareVerdict, Comparison, Side
 from tewatch.detect.config import ChangePointConfig, CompareConfig
 from tewatch.detect.direction import Direction, direction_of
 from tewatch.detect.environment import environment_shift
-from tewatch.detect.history import History, SeriesInfo, branch_histories, series_infos
+from tewatch.pipeline.history import History, SeriesInfo, branch_histories, series_infos
 from tewatch.detect.version import DETECTOR_VERSION
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, Detection, PrComparison
 from tewatch.store.database import WRITE_TRANSACTION, session_factory
