@@ -12,11 +12,12 @@ names the session and side (`ab`), so that the service can pair the rounds.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -136,54 +137,40 @@ def _append_round(merged: dict[str, Any], fresh: dict[str, Any], index: int) -> 
     merged["recorded_at"] = fresh.get("recorded_at")
 
 
-def _sample_counts(data: dict[str, Any], benchmarks: dict[str, Any]) -> list[tuple[str, str, int]]:
-    """(benchmark, case id, stored samples) of every result with samples."""
-    columns = data.get("result_columns", [])
-    if "samples" not in columns:
-        return []
-    by_benchmark: dict[str, list[Any]] = {}
+def _combinations(data: dict[str, Any]) -> Iterator[tuple[str, tuple[str, ...], Any, list | None]]:
+    """(benchmark, param reprs, result, samples) of every parameter combination of an asv results file,
+    in asv's (itertools.product) order."""
+    columns = data.get("result_columns", ["result", "params"])
     for name, row in data.get("results", {}).items():
         row = list(row) + [None] * (len(columns) - len(row))
-        by_benchmark[name] = row[columns.index("samples")] or []
-    counters: dict[str, int] = {}
-    out = []
-    for case in results.iter_case_results(data, benchmarks):  # asv's order of combinations
-        position = counters.get(case.benchmark, 0)
-        counters[case.benchmark] = position + 1
-        samples = by_benchmark.get(case.benchmark, [])
-        stored = samples[position] if position < len(samples) else None
-        out.append((case.benchmark, case.case_id, len(stored or [])))
-    return out
+        combos = list(itertools.product(*(row[columns.index("params")] or [])))
+        values = row[columns.index("result")] or [None] * len(combos)
+        samples = (row[columns.index("samples")] if "samples" in columns else None) or [None] * len(combos)
+        yield from ((name, combo, value, sample) for combo, value, sample in zip(combos, values, samples))
+
+
+def _sample_counts(data: dict[str, Any], benchmarks: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """(benchmark, case id, stored samples) of every parameter combination."""
+    cases = results.iter_case_results(data, benchmarks)  # the same order, with decoded params
+    return [(name, case.case_id, len(stored or []))
+            for (name, _, _, stored), case in zip(_combinations(data), cases, strict=True)]
 
 
 def _timed_cases_regex(sides: list[_Side]) -> tuple[str | None, float]:
     """asv's --bench regex for the parameter combinations that produced a timing on any side, and their
-    share of all combinations (at least 0.4: a timed case costs more than a skipped one)."""
+    share of the base's combinations (at least 0.4: a timed case costs more than a skipped one)."""
     names: set[str] = set()
-    combinations = 0
     for side in sides:
         assert side.outcome is not None
-        data = results.load(side.outcome.results_file)
-        columns = data.get("result_columns", ["result", "params"])
-        for name, row in data.get("results", {}).items():
-            row = list(row) + [None] * (len(columns) - len(row))
-            values = row[columns.index("result")] or []
-            param_lists = row[columns.index("params")] or []
-            combos = _product(param_lists)
-            combinations = max(combinations, 0) + (len(combos) if side is sides[0] else 0)
-            for combo, value in zip(combos, values):
-                if isinstance(value, float) and value == value:
-                    names.add(f"{name}({', '.join(combo)})" if combo else name)
+        for name, combo, value, _ in _combinations(results.load(side.outcome.results_file)):
+            if isinstance(value, float) and value == value:
+                names.add(f"{name}({', '.join(combo)})" if combo else name)
     if not names:
         return None, 0.0
+    assert sides[0].outcome is not None
+    combinations = sum(1 for _ in _combinations(results.load(sides[0].outcome.results_file)))
     share = max(0.4, min(1.0, len(names) / max(combinations, 1)))
     return "^(?:" + "|".join(re.escape(n) for n in sorted(names)) + ")$", share
-
-
-def _product(param_lists: list[list[str]]) -> list[tuple[str, ...]]:
-    import itertools
-
-    return list(itertools.product(*param_lists)) if param_lists else [()]
 
 
 def _close(side: _Side, session: str, rounds: int, role: str) -> None:
