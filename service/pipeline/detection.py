@@ -15,7 +15,14 @@ from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.lifecycle import change_status, open_alert
 from tewatch.alerts.markdown import CorrectnessRow, FixedRow, PrReport, TimingRow, render_pr_report
 from tewatch.detect.changepoint import ChangePoint, clip_outliers, detect_change_points, robust_sigma
-from tewatch.detect.compare import ComparePair, CompareVerdict, Comparison, Side, compare_sweep
+from tewatch.detect.compare import (
+    ComparePair,
+    CompareVerdict,
+    Comparison,
+    Side,
+    compare_sweep,
+    kernel_against_event,
+)
 from tewatch.detect.config import ChangePointConfig, CompareConfig
 from tewatch.detect.direction import Direction, direction_of
 from tewatch.detect.environment import environment_shift
@@ -395,6 +402,15 @@ def _host_bound_cases(infos: dict[int, SeriesInfo], rows) -> dict[int, bool]:
             for case_id, found in medians.items() if KERNEL_METRIC in found and "track_seconds" in found}
 
 
+def _reconciled(compared: list[tuple[int, SeriesInfo, Comparison]]) -> list[tuple[int, SeriesInfo, Comparison]]:
+    """Each case's kernel-time comparison read against its event time's (detect.kernel_against_event)."""
+    events = {info.case_id: comparison for _, info, comparison in compared
+              if info.benchmark.endswith(".track_seconds") and info.case_id is not None}
+    return [(series_id, info, kernel_against_event(comparison, events[info.case_id])
+             if info.benchmark.endswith(f".{KERNEL_METRIC}") and info.case_id in events else comparison)
+            for series_id, info, comparison in compared]
+
+
 def _primary_series(comparisons: list[tuple[int, SeriesInfo, Comparison]]) -> set[int]:
     """For each case, the timing series with the smallest run-to-run noise: the one that says `unchanged`."""
     best: dict[int, tuple[float, int]] = {}
@@ -465,7 +481,7 @@ def compare_pull_request(
                                  host_bound=False if kernel else host_bound.get(info.case_id)))
         keys.append(series_id)
     results = compare_sweep(pairs, config)
-    compared = [(series_id, infos[series_id], comparison) for series_id, comparison in zip(keys, results)]
+    compared = _reconciled([(series_id, infos[series_id], comparison) for series_id, comparison in zip(keys, results)])
     primary = _primary_series(compared)
     by_case = case_verdicts(compared, primary)
     rounds = max((c.rounds or 0 for c in results), default=0) or None

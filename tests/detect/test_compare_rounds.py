@@ -87,3 +87,19 @@ def test_a_small_family_that_moved_together_keeps_its_intervals_near_the_change(
     results = compare_sweep(pairs, families=["gemm"] * 5)
     assert max(c.ci_high - c.ci_low for c in results) < 0.35
     assert all(abs(c.effect - change) < 0.01 for c, change in zip(results, changes))
+
+
+def test_kernel_time_that_moved_under_an_unchanged_event_time_is_not_a_change():
+    from dataclasses import replace
+
+    from tewatch.detect.compare import kernel_against_event
+
+    rng = np.random.default_rng(8)
+    [event] = compare_sweep([ComparePair(_rounds(rng, 1e-3, 3, 0.001), _rounds(rng, 1e-3, 3, 0.001), paired=True)])
+    assert event.verdict is CompareVerdict.unchanged
+    kernel = replace(event, verdict=CompareVerdict.regression, effect=0.12)
+    assert kernel_against_event(kernel, event).verdict is CompareVerdict.inconclusive
+    # the host's share: event time moved, kernel time did not, and that stays a regression
+    slower_event = replace(event, verdict=CompareVerdict.regression)
+    assert kernel_against_event(event, slower_event) is event
+    assert kernel_against_event(kernel, slower_event).verdict is CompareVerdict.regression
