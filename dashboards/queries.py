@@ -20,6 +20,7 @@ from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session
 from tewatch.dashboards import detection
 from tewatch.dashboards.status import Severity, severity
+from tewatch.core.statuses import FAILING_STATUSES
 from tewatch.pipeline.detection import FAILING as REPORT_FAILING, FixedCase, fixed_cases, is_new_failure, previous_verdicts
 from tewatch.store.alert_models import Alert, AlertStatusChange, Detection, PrComparison
 from tewatch.store.gc_pause import collector_paused
@@ -695,7 +696,7 @@ def failed_points(session: Session, header: SeriesHeader, branch: str = "", limi
         .join(Commit, Commit.id == Run.commit_id)
         .where(
             Verdict.case_id == header.case_id,
-            Verdict.status.in_(["fail_accuracy", "error", "timeout", "oom"]),
+            Verdict.status.in_(FAILING),
             branch_clause(branch),
         )
         .order_by(Verdict.run_id.desc())
@@ -752,7 +753,7 @@ class RunDetail:
     result_count: int
 
 
-FAILING = ("fail_accuracy", "error", "timeout", "oom")
+FAILING = tuple(sorted(FAILING_STATUSES))
 
 
 def run_detail(session: Session, run_id: int, others_shown: int = 300) -> RunDetail | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-FAILURE_STATUSES = frozenset({"fail_accuracy", "error", "timeout", "oom"})
+from tewatch.core.statuses import FAILING_STATUSES as FAILURE_STATUSES
 
 
 class Severity(IntEnum):

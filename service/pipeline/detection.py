@@ -12,6 +12,7 @@ import numpy as np
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 from tewatch.alerts.events import EventType, emit
+from tewatch.core.statuses import FAILING_STATUSES
 from tewatch.alerts.lifecycle import change_status, open_alert
 from tewatch.alerts.markdown import CorrectnessRow, FixedRow, PrReport, TimingRow, render_pr_report
 from tewatch.detect.changepoint import ChangePoint, clip_outliers, detect_change_points, robust_sigma
@@ -41,7 +42,7 @@ from tewatch.store.models import (
     VerdictStatus,
 )
 
-FAILING = {VerdictStatus.fail_accuracy, VerdictStatus.error, VerdictStatus.timeout, VerdictStatus.oom}
+FAILING = frozenset(VerdictStatus(s) for s in FAILING_STATUSES)
 HISTORY_FOR_NOISE = 60
 
 

@@ -12,6 +12,7 @@ from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
+from tewatch.core.statuses import SEVERITY
 from tewatch.runner.results import CaseResult
 
 CASE_MARKER = "tewatch-case: "
@@ -71,7 +72,6 @@ def _head(text: str, lines: int = 20) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])[:8000]
 
 
-_SEVERITY = {"pass": 0, "unsupported": 1, "fail_accuracy": 2, "timeout": 3, "oom": 3, "error": 4}
 
 
 def complete_records(cases_dir: Path, case_results: list[CaseResult], log: str) -> dict[str, int]:
@@ -94,7 +94,7 @@ def complete_records(cases_dir: Path, case_results: list[CaseResult], log: str) 
             added["missing"] += 1
         else:
             record = json.loads(path.read_text())
-            if _SEVERITY[record["verdict"]["status"]] >= _SEVERITY["timeout"]:
+            if SEVERITY[record["verdict"]["status"]] >= SEVERITY["timeout"]:
                 continue  # the case already said why it failed (error, oom or timeout)
             record["extra_checks"].append(record["verdict"])
             record["verdict"] = check
