@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 
 from tewatch.campaign.receiver import WebhookReceiver
+from tewatch.campaign.scoring import pr_case_verdicts, score, touched_cases
 from tewatch.campaign.service_process import ServiceProcess
 from tewatch.runner.rounds import run_ab
 from tewatch.runner.suite import RunOptions, RunOutcome, run_suite
@@ -63,6 +64,9 @@ class CampaignSummary:
     rounds: int = 1
     round_seconds: list[dict[str, float]] = field(default_factory=list)
     aa_pr_verdicts: dict[str, int] = field(default_factory=dict)
+    # the head's cases against the perturbations they ran, and the A/A arm's flagged cases
+    perturbations: dict = field(default_factory=dict)
+    aa_flagged: list[str] = field(default_factory=list)
 
 
 def head_commit_for(base: str, perturb: str) -> str:
@@ -106,12 +110,14 @@ class Campaign:
             measured = self._measure_rounds() if self._rounds_wanted() else {}
             base = self._base(service.url, token, measured.get("base"))
             head = self._head(service.url, token, base, measured.get("head"))
+            head_results = self.opts.head_results or measured.get("head") or self.opts.out / "head-results"
             if "aa" in measured:
                 self._upload_pr(service.url, token, measured["aa"], self.opts.pr_number + 1, base, "A/A arm")
             self._timed("detect on the branch", lambda: self._cli("detect", "--branch", self.opts.branch,
                                                                    "--db", self.database_url))
             self._timed("wait for pr.report", lambda: self._wait_for_report(receiver, 1 + ("aa" in measured)))
             self._collect(client, receiver, base, head)
+            self._score(head_results)
             self._timed("render pages", lambda: self._render_pages(client))
         self.summary.seconds["total"] = round(time.monotonic() - started, 1)
         (self.opts.out / "summary.json").write_text(json.dumps(self.summary.__dict__, indent=1, default=str))
@@ -229,6 +235,17 @@ class Campaign:
             number = event["body"]["data"]["pr_number"]
             name = "pr-report.md" if number == self.opts.pr_number else f"pr-report-{number}.md"
             (self.opts.out / name).write_text(event["body"]["data"]["markdown"])
+
+    def _score(self, head_results: Path) -> None:
+        engine = make_engine(self.database_url)
+        try:
+            outcome = score(touched_cases(head_results), pr_case_verdicts(engine, self.opts.pr_number))
+            self.summary.perturbations = outcome.__dict__
+            if self.opts.aa:
+                aa = score({}, pr_case_verdicts(engine, self.opts.pr_number + 1))
+                self.summary.aa_flagged = aa.flagged_untouched
+        finally:
+            engine.dispose()
 
     def _render_pages(self, client: httpx.Client) -> None:
         folder = self.opts.out / "pages"

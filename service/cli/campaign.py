@@ -62,6 +62,11 @@ def campaign(
     table.add_row("pull request verdicts", ", ".join(f"{k} {v}" for k, v in sorted(summary.pr_verdicts.items())))
     if summary.aa_pr_verdicts:
         table.add_row("A/A verdicts", ", ".join(f"{k} {v}" for k, v in sorted(summary.aa_pr_verdicts.items())))
+        table.add_row("A/A cases flagged", str(len(summary.aa_flagged)))
+    scored = summary.perturbations
+    if scored.get("touched"):
+        table.add_row("perturbed cases", f"{scored['touched']} touched, {scored['regressions']} regressions, "
+                                         f"{len(scored['flagged_untouched'])} untouched flagged")
     table.add_row("webhooks received", ", ".join(f"{k} {v}" for k, v in sorted(summary.webhooks.items())))
     table.add_row("signatures valid", "yes" if summary.signatures_valid else "NO")
     table.add_row("pages rendered", ", ".join(summary.pages))
