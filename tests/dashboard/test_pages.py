@@ -31,7 +31,7 @@ def test_every_page_answers_with_security_headers(site):
     with httpx.Client(base_url=site.url, timeout=30) as client:
         case_id = client.get("/").text.split('data-case-id="', 1)[1].split('"', 1)[0]
         paths = ["/", "/matrix", f"/case/{case_id}", "/runs", f"/runs/{site.pr_run_id}", "/machines", "/alerts",
-                 f"/pr/{PR_NUMBER}", "/case/999999", "/series/999999", "/static/tewatch.css"]
+                 f"/pr/{PR_NUMBER}", "/case/999999", "/series/999999", "/static/tewatch.css", "/docs"]
         for path in paths:
             answer = client.get(path)
             assert answer.status_code == (404 if "999999" in path else 200), path
@@ -287,4 +287,24 @@ def test_runs_and_machines_show_the_software_stack(site, page):
     for key in ("driver", "cuda"):
         if machine.get(key):
             assert machine[key] in names
+    assert not page.problems, page.problems
+
+
+def test_api_docs_render_operations_from_the_package(site, page):
+    """/docs is Swagger UI from the package (no CDN: air-gapped clusters have docs too), under the pages' CSP."""
+    requested = []
+    page.on("request", lambda r: requested.append(r.url))
+    open_page(page, site, "/docs")
+    page.wait_for_selector("#swagger-ui .opblock")
+    paths = page.eval_on_selector_all(".opblock-summary-path", "ps => ps.map(p => p.dataset.path || p.innerText)")
+    assert "/api/v1/runs" in paths and "/api/v1/verdicts/latest" in paths, paths
+    assert "/" not in paths and "/docs" not in paths, "the pages are not API operations"
+    health = page.locator(".opblock", has=page.locator(".opblock-summary-path[data-path='/api/v1/health']"))
+    health.locator(".opblock-summary").click()
+    health.locator("button.try-out__btn").click()
+    health.locator("button.execute").click()
+    page.wait_for_selector(".live-responses-table .response-col_status >> text=200")
+    screenshot(page, "api-docs")
+    outside = [url for url in requested if not url.startswith(site.url)]
+    assert not outside, f"the docs page loaded from elsewhere: {outside}"
     assert not page.problems, page.problems
