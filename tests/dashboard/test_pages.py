@@ -145,6 +145,8 @@ def test_series_page_draws_every_sample_with_point_details(site, page):
     svg = page.request.get(f"{site.url}/series/{series_id}/plot.svg")
     assert svg.status == 200 and svg.headers["content-type"].startswith("image/svg+xml")
     assert "<svg" in svg.text()
+    assert "commit (oldest → newest)" in svg.text()
+    assert data["points"][-1]["sha"][:7] in svg.text() or "TE " in svg.text(), "the x axis names no commit"
     assert svg.headers["content-security-policy"].startswith("default-src 'none'"), "an SVG may never run script"
     assert not page.problems, page.problems
 
