@@ -1,5 +1,5 @@
 import pytest
-from tewatch.dashboards.templating import format_value
+from tewatch.dashboards.templating import breakable, format_value
 
 
 @pytest.mark.parametrize(("seconds", "shown"), [
@@ -14,3 +14,13 @@ def test_other_units_and_missing_values() -> None:
     assert format_value(0.781, "fraction") == "78.1 %"
     assert format_value(612.34, "TFLOP/s") == "612.3 TFLOP/s"
     assert format_value(None) == "—" and format_value(float("nan")) == "—"
+
+
+@pytest.mark.parametrize(("name", "html"), [
+    ("ShapeContractMismatch", "Shape<wbr>Contract<wbr>Mismatch"), ("RecursionError", "Recursion<wbr>Error"),
+    ("HTTPError", "HTTP<wbr>Error"), ("NVFP4TensorError", "NVFP4<wbr>Tensor<wbr>Error"),
+    ("torch.exc.Unsupported", "torch.<wbr>exc.<wbr>Unsupported"), ("oom", "oom"), ("", ""),
+    ("<b>BadName</b>", "&lt;b&gt;Bad<wbr>Name&lt;/b&gt;"),
+])
+def test_identifiers_may_wrap_only_between_words(name: str, html: str) -> None:
+    assert str(breakable(name)) == html

@@ -199,6 +199,29 @@ def test_matrix_shows_h200_contract_failures_and_cpu_round_trip_error(site, page
     assert not page.problems, page.problems
 
 
+EXCEPTION_LINES = """els => els.map(e => {
+  const words = [...e.childNodes].filter(n => n.nodeType === Node.TEXT_NODE && n.textContent);
+  const rects = words.map(n => { const r = document.createRange(); r.selectNodeContents(n); return r.getClientRects(); });
+  return {text: e.textContent, words: words.map(n => n.textContent),
+          split: words.filter((n, i) => rects[i].length > 1).map(n => n.textContent),
+          lines: new Set(rects.map(r => Math.round(r[0].top))).size, overflows: e.scrollWidth > e.clientWidth + 1};
+})"""
+
+
+def test_matrix_wraps_exception_classes_between_words(site, page):
+    """Exception classes in the narrow matrix cells wrap between their camel-case words, never inside one."""
+    open_page(page, site, "/matrix")
+    shown = page.eval_on_selector_all("table.matrix .cell-exc", EXCEPTION_LINES)
+    assert shown, "the fixtures' matrix shows no exception class"
+    for cell in shown:
+        assert not cell["split"], f"{cell['text']}: {cell['split']} broken across lines"
+        assert not cell["overflows"], f"{cell['text']} runs out of its cell"
+    wrapped = {cell["text"]: cell for cell in shown if cell["lines"] > 1}
+    assert "ShapeContractMismatch" in wrapped, "the H200 shape-contract failure should need several lines"
+    assert wrapped["ShapeContractMismatch"]["words"] == ["Shape", "Contract", "Mismatch"]
+    assert not page.problems, page.problems
+
+
 def test_markup_from_uploads_renders_as_text(site, page):
     open_page(page, site, "/?q=tewatchPwned", "markup")
     text = page.inner_text("#cases")
