@@ -112,11 +112,12 @@ class ChartData:
 def _point_json(x: int, p: SeriesPoint) -> dict:
     return {"x": x, "run": p.run_id, "sha": p.sha, "at": p.at.isoformat() if p.at else None, "status": p.status,
             "value": p.value, "q25": p.q_25, "q75": p.q_75, "samples": p.samples[:MAX_SAMPLES_DRAWN],
-            "verdict": p.verdict, "exception": p.exception_class, "gpu": _gpu_summary(p.gpu_state)}
+            "verdict": p.verdict, "exception": p.exception_class, "gpu": gpu_summary(p.gpu_state)}
 
 
-def _gpu_summary(state: dict) -> dict:
-    """The GPU state worth a tooltip: first/last clocks, power, temperature, throttle reasons."""
+def gpu_summary(state: dict) -> dict:
+    """The GPU state worth a tooltip: first/last clocks, power, temperature, throttle reasons; only what was
+    recorded (cases that time nothing on the GPU, like the contracts, record empty lists: {})."""
     out = {}
     for key in ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c"):
         values = state.get(key)
@@ -125,7 +126,7 @@ def _gpu_summary(state: dict) -> dict:
             if nums:
                 out[key] = [min(nums), max(nums)]
     reasons = state.get("throttle_reasons")
-    if isinstance(reasons, list):
+    if isinstance(reasons, list) and reasons:
         out["throttle_reasons"] = [str(r) for r in reasons[:6]]
     return out
 

@@ -1,4 +1,5 @@
 import pytest
+from tewatch.dashboards.series_chart import gpu_summary
 from tewatch.dashboards.templating import breakable, format_value
 
 
@@ -24,3 +25,11 @@ def test_other_units_and_missing_values() -> None:
 ])
 def test_identifiers_may_wrap_only_between_words(name: str, html: str) -> None:
     assert str(breakable(name)) == html
+
+
+def test_gpu_state_keeps_only_what_was_recorded() -> None:
+    empty = {"sm_clock_mhz": [], "mem_clock_mhz": [], "power_w": [], "temperature_c": [], "throttle_reasons": []}
+    assert gpu_summary(empty) == {} and gpu_summary({}) == {}
+    recorded = {"sm_clock_mhz": [1980, 1515], "power_w": [162.2, 228.3], "throttle_reasons": ["none", "sw_power_cap"]}
+    assert gpu_summary(recorded) == {"sm_clock_mhz": [1515, 1980], "power_w": [162.2, 228.3],
+                                     "throttle_reasons": ["none", "sw_power_cap"]}

@@ -123,10 +123,10 @@ def test_series_page_draws_every_sample_with_point_details(site, page):
     chosen = None
     for href in links:
         data = page.request.get(href + "/points.json?last=all").json()
-        if any(p["samples"] for p in data["points"]):
+        if any(p["samples"] for p in data["points"]) and data["points"][-1]["gpu"]:
             chosen = (href, data)
             break
-    assert chosen, "no passing case with a sampled timing series in the fixtures"
+    assert chosen, "no passing case with a sampled timing series and a GPU state in the fixtures"
     href, data = chosen
     open_page(page, site, href.removeprefix(site.url))
     page.wait_for_selector("#chart[data-ready='1']")
@@ -332,4 +332,24 @@ def test_api_docs_render_operations_from_the_package(site, page):
     screenshot(page, "api-docs")
     outside = [url for url in requested if not url.startswith(site.url)]
     assert not outside, f"the docs page loaded from elsewhere: {outside}"
+    assert not page.problems, page.problems
+
+
+def test_series_tooltip_leaves_out_the_gpu_state_where_none_was_recorded(site, page):
+    """The contract checks time nothing on the GPU: their points carry no GPU state, and the tooltip says
+    nothing about one (it used to show "GPU state: throttle:")."""
+    cases = page.request.get(f"{site.url}/api/v1/cases?case=contracts.ShapeContract").json()["items"]
+    assert cases, "the fixtures hold shape-contract cases"
+    series_id = cases[0]["series"][0]["id"]
+    data = page.request.get(f"{site.url}/series/{series_id}/points.json?last=all").json()
+    assert data["points"] and all(p["gpu"] == {} for p in data["points"])
+    open_page(page, site, f"/series/{series_id}")
+    page.wait_for_selector("#chart[data-ready='1']")
+    box = page.query_selector("#chart .u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
+    page.wait_for_function("document.querySelector('#point-info dl') !== null")
+    info = page.inner_text("#point-info")
+    assert "Commit" in info and "Verdict" in info
+    assert "GPU state" not in info and "throttle" not in info, info
+    screenshot(page, "series-contract")
     assert not page.problems, page.problems
