@@ -786,17 +786,22 @@ def run_detail(session: Session, run_id: int, others_shown: int = 300) -> RunDet
 class MachineRow:
     machine: Machine
     runs: int
-    last_run_id: int | None
-    last_run_at: datetime | None
+    last_run_id: int | None  # the run that started last (by upload time where a run recorded no start)
+    last_run_started: datetime | None  # its start, the time /runs shows; None if it recorded none
+    last_run_uploaded: datetime | None
     environments: list[Environment]
 
 
 def machines(session: Session) -> list[MachineRow]:
+    when = func.coalesce(Run.started_at, Run.uploaded_at)
+    ranked = select(
+        Run.machine_id, Run.id, Run.started_at, Run.uploaded_at,
+        func.count().over(partition_by=Run.machine_id).label("n"),
+        func.row_number().over(partition_by=Run.machine_id, order_by=(when.desc(), Run.id.desc())).label("rank"),
+    ).subquery()
     stats = {
-        mid: (n, last_id, last_at)
-        for mid, n, last_id, last_at in session.execute(
-            select(Run.machine_id, func.count(), func.max(Run.id), func.max(Run.uploaded_at)).group_by(Run.machine_id)
-        )
+        row.machine_id: (row.n, row.id, row.started_at, row.uploaded_at)
+        for row in session.execute(select(ranked).where(ranked.c.rank == 1))
     }
     env_pairs = session.execute(select(Run.machine_id, Run.environment_id).distinct()).all()
     env_ids = {e for _m, e in env_pairs}
@@ -806,8 +811,8 @@ def machines(session: Session) -> list[MachineRow]:
         per_machine[mid].append(envs[eid])
     out = []
     for m in session.scalars(select(Machine).order_by(Machine.gpu_model, Machine.name, Machine.id)):
-        n, last_id, last_at = stats.get(m.id, (0, None, None))
-        out.append(MachineRow(m, n, last_id, last_at, sorted(per_machine[m.id], key=lambda e: e.id)))
+        n, last_id, started, uploaded = stats.get(m.id, (0, None, None, None))
+        out.append(MachineRow(m, n, last_id, started, uploaded, sorted(per_machine[m.id], key=lambda e: e.id)))
     return out
 
 

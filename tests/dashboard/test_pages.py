@@ -353,3 +353,32 @@ def test_series_tooltip_leaves_out_the_gpu_state_where_none_was_recorded(site, p
     assert "GPU state" not in info and "throttle" not in info, info
     screenshot(page, "series-contract")
     assert not page.problems, page.problems
+
+
+def test_machines_name_the_last_started_run_at_the_time_runs_shows(site, page):
+    """/machines' last run is the run of that machine that started last, at its start time, as /runs shows it
+    (it used to show the newest upload's upload time)."""
+    runs = page.request.get(f"{site.url}/api/v1/runs?limit=1000").json()["items"]
+    latest: dict[int, dict] = {}
+    for run in runs:
+        key = (run["started_at"] or run["uploaded_at"], run["id"])
+        mid = run["machine_id"]
+        if mid not in latest or key > (latest[mid]["started_at"] or latest[mid]["uploaded_at"], latest[mid]["id"]):
+            latest[mid] = run
+    assert any(max(r["id"] for r in runs if r["machine_id"] == mid) != run["id"] for mid, run in latest.items()), \
+        "the fixtures should upload some machine's last-started run before another of its runs"
+    open_page(page, site, "/runs")
+    assert page.inner_text("#runs thead th:nth-child(2)") == "Started"
+    started_on_runs = dict(page.eval_on_selector_all(
+        "#runs tbody tr", "rs => rs.map(r => [r.querySelector('a').textContent, "
+                          "r.querySelector('[data-role=started]').innerText])"))
+    open_page(page, site, "/machines", "machines")
+    assert page.inner_text("#machines thead th:last-child") == "Last run, started"
+    for mid, run in latest.items():
+        cell = page.query_selector(f"#machines tr[data-machine-id='{mid}'] [data-role=last-run]")
+        assert cell is not None, mid
+        link = cell.query_selector("a").inner_text()
+        assert link == f"#{run['id']}", f"machine {mid}: last started run is #{run['id']}, shown {link}"
+        assert cell.inner_text().removeprefix(link).strip() == started_on_runs[link]
+        assert run["started_at"] is None or "uploaded" not in cell.inner_text()
+    assert not page.problems, page.problems
