@@ -6,6 +6,7 @@ import json
 import re
 
 import httpx
+from tewatch.dashboards.routes.overview import PER_PAGE
 
 from tests.dashboard.conftest import H200_FIXTURES, MARKUP, PR_NUMBER, PR_ONLY_EXCEPTION, screenshot
 from tests.dashboard.expectations import FAILURES, expected_matrix, latest_records
@@ -15,6 +16,16 @@ SEVERITY_OF_STATUS = {"error": 0, "fail_accuracy": 0, "timeout": 0, "oom": 0, "p
 
 def rows(page, table: str = "#cases") -> list[dict]:
     return page.eval_on_selector_all(f"{table} tbody tr[data-case-id]", "els => els.map(e => ({...e.dataset}))")
+
+
+def rows_on_every_page(page) -> list[dict]:
+    """The overview's rows on the page open now and on each one after it, following its Next links."""
+    found = rows(page)
+    while (after := page.query_selector("nav.pager a[rel=next]")) is not None:
+        with page.expect_navigation():
+            after.click()
+        found += rows(page)
+    return found
 
 
 def open_page(page, site, path: str, name: str | None = None):
@@ -57,31 +68,80 @@ def test_pull_request_verdicts_stay_off_the_default_branch_pages(site):
 
 def test_overview_puts_failures_first_and_greys_unsupported(site, page):
     open_page(page, site, "/", "overview")
-    listed = rows(page)
+    for row in page.query_selector_all("#cases tbody tr[data-status=error]"):
+        assert row.query_selector(".badge.st-fail") is not None
+    listed = rows_on_every_page(page)
     latest = latest_records(site.runs)
     assert len(listed) >= len(latest)
     order = [SEVERITY_OF_STATUS.get(r["status"], 4) if not r["perf"] else 1 for r in listed]
     assert order == sorted(order), "cases are not ordered failures, regressions, improvements, passes, unsupported"
     statuses = {r["status"] for r in listed}
     assert statuses & FAILURES, "the fixtures hold failing cases; the overview shows none"
-    for row in page.query_selector_all("#cases tbody tr[data-status=unsupported]"):
+    unsupported = page.query_selector_all("#cases tbody tr[data-status=unsupported]")  # on the last page
+    assert unsupported, "the fixtures hold unsupported cases; the last page shows none"
+    for row in unsupported:
         assert "greyed" in row.get_attribute("class")
         assert row.query_selector(".badge.st-unsupported") is not None
-    for row in page.query_selector_all("#cases tbody tr[data-status=error]"):
-        assert row.query_selector(".badge.st-fail") is not None
     assert not page.problems, page.problems
 
 
-def test_filters_narrow_the_overview(site, page):
-    open_page(page, site, "/")
+def test_overview_pages_keep_every_failure_and_regression_on_the_first(site, page):
+    """The overview comes in pages (it was one 17,000 px table): the first holds every correctness failure and
+    performance regression, each page groups its cases under a heading per severity, and filters and the
+    search carry from page to page."""
+    open_page(page, site, "/?all=1")
     everything = rows(page)
+    assert not page.query_selector("nav.pager a[rel=next]")
+    open_page(page, site, "/", "overview-page-1")
+    first = rows(page)
+    assert len(first) < len(everything), "the fixtures fill more than one page"
+    attention = [r["caseId"] for r in everything if r["status"] in FAILURES or r["perf"] == "regression"]
+    assert attention and [r["caseId"] for r in first[:len(attention)]] == attention
+    assert page.eval_on_selector_all("#cases tr.group-head", "hs => hs.map(h => h.dataset.group)")[0] == "failure"
+    assert page.locator("#cases tr.group-head[data-group=failure]").inner_text().split()[-1] == str(
+        sum(r["status"] in FAILURES for r in everything))
+    height = page.evaluate("document.documentElement.scrollHeight")
+    assert height < 6000, f"page 1 is {height} px tall"
+    assert [r["caseId"] for r in rows_on_every_page(page)] == [r["caseId"] for r in everything]
+    assert page.query_selector("nav.pager a[rel=prev]") is not None
+    assert "continued" in page.inner_text("#cases tr.group-head"), "the last page continues a group"
+
+    backend = first[0]["backend"]
+    open_page(page, site, "/?" + str(httpx.QueryParams({"page": 2})))
+    with page.expect_navigation():
+        page.select_option("select[name=backend]", backend)
+    assert "page=" not in page.url, "a new filter starts again at page 1"
+    narrowed = rows_on_every_page(page)
+    assert narrowed and all(r["backend"] == backend for r in narrowed)
+    assert {r["caseId"] for r in narrowed} == {r["caseId"] for r in everything if r["backend"] == backend}
+    assert f"backend={backend}" in page.url
+
+    needle = "linear.LinearFwdBwd"
+    open_page(page, site, "/?" + str(httpx.QueryParams({"q": needle})))
+    found = rows_on_every_page(page)
+    assert len(found) > PER_PAGE, "the search should fill more than one page"
+    assert f"q={needle}" in page.url and page.input_value("input[name=q]") == needle
+    assert len(found) == len({r["caseId"] for r in found}), "a case on two pages"
+    assert all(needle in text for text in page.eval_on_selector_all(
+        "#cases tbody tr[data-case-id] a.case-link", "as => as.map(a => a.textContent)")), "the last page ignores q"
+
+    answer = page.goto(site.url + "/?page=999")
+    assert answer.status == 200 and "There is no page 999" in page.inner_text("main")
+    assert page.goto(site.url + "/?page=0").status == 400
+    assert not [p for p in page.problems if "400" not in p], page.problems
+
+
+def test_filters_narrow_the_overview(site, page):
+    open_page(page, site, "/?all=1")
+    everything = rows(page)
+    open_page(page, site, "/")
     for name, attribute in (("backend", "backend"), ("gpu", "gpu"), ("recipe", "recipe")):
         values = page.eval_on_selector_all(f"select[name={name}] option", "os => os.map(o => o.value).filter(v => v)")
         for value in values:
             with page.expect_navigation():
                 page.select_option(f"select[name={name}]", value)
             assert f"{name}=" in page.url
-            shown = rows(page)
+            shown = rows_on_every_page(page)
             assert shown, f"{name}={value} shows nothing"
             assert all(r[attribute] == value for r in shown), f"{name}={value} lets other cases through"
             expected = [r for r in everything if r[attribute] == value]
