@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from markupsafe import Markup, escape
 from tewatch.dashboards.queries import MatrixCell, MatrixRow
 from tewatch.dashboards.status import css_class
-from tewatch.dashboards.templating import format_ratio, format_value
+from tewatch.dashboards.templating import breakable, format_ratio, format_value
 
 STATUS_LABELS: dict[str | None, str] = {
     "pass": "pass", "fail_accuracy": "fail acc.", "error": "error", "unsupported": "unsupp.",
@@ -30,7 +30,7 @@ def _link(cell: MatrixCell, note: str, note_class: str) -> str:
     parts = [f'<a class="{cls}" href="/case/{r.case_id}" title="{escape(title)}">',
              f'<div class="cell-status">{escape(STATUS_LABELS.get(status, status))}</div>']
     if r.exception_class:
-        parts.append(f'<div class="cell-exc">{escape(r.exception_class)}</div>')
+        parts.append(f'<div class="cell-exc">{breakable(r.exception_class)}</div>')
     if note:
         parts.append(f'<div class="{note_class}">{escape(note)}</div>')
     parts.append("</a>")

@@ -31,9 +31,32 @@ def display_scale(unit: str, values: list[float]) -> tuple[float, str]:
     return 1e9, "ns"
 
 
-def render_series_svg(chart: ChartData, width: float = 10.0, height: float = 3.6) -> str:
-    fig = Figure(figsize=(width, height))
-    fig.subplots_adjust(left=0.08, right=0.985, top=0.9, bottom=0.15)
+MAX_COMMIT_TICKS = 16
+HORIZONTAL_TICKS = 8  # more commit labels than this are written on one slanted line each
+
+
+def commit_ticks(chart: ChartData) -> list[tuple[float, str]]:
+    """(x, label) of the commits the axis names: every drawn point's (each bucket's first), thinned evenly to
+    MAX_COMMIT_TICKS keeping the newest, and every PR head point's."""
+    if chart.points:
+        history = [(float(chart.offset + i), chart.commits.get(chart.offset + i, p.sha[:7]))
+                   for i, p in enumerate(chart.points)]
+    else:
+        history = [(b.x, chart.commits.get(round(b.x - (b.n - 1) / 2), b.first_sha[:7])) for b in chart.buckets]
+    pr = [(float(chart.pr.x0 + i), "PR " + chart.commits.get(chart.pr.x0 + i, p.sha[:7]))
+          for i, p in enumerate(chart.pr.points)] if chart.pr else []
+    room = max(MAX_COMMIT_TICKS - len(pr), 2)
+    if len(history) > room:
+        step = (len(history) - 1) / (room - 1)
+        history = [history[round(len(history) - 1 - k * step)] for k in reversed(range(room))]
+        if pr:  # the newest history label would print over the first PR label
+            history = [t for t in history if pr[0][0] - t[0] >= step * 0.75] or history[:1]
+    return history + pr
+
+
+def draw_series(chart: ChartData, width: float = 10.0, height: float = 3.6) -> Figure:
+    """The chart as a matplotlib figure (render_series_svg writes it out)."""
+    fig = Figure(figsize=(width, height), layout="constrained")
     ax = fig.add_subplot()
     values = [p.value for p in chart.points if p.value is not None] or [
         b.median for b in chart.buckets if b.median is not None]
@@ -54,10 +77,18 @@ def render_series_svg(chart: ChartData, width: float = 10.0, height: float = 3.6
         mx = [x for x, p in zip(xs, chart.points, strict=True) if p.value is not None]
         my = [p.value * scale for p in chart.points if p.value is not None]
         ax.plot(mx, my, color=COLOURS["median"], linewidth=1.1, marker="o", markersize=2.2, label="median")
-        failed = [x for x, p in zip(xs, chart.points, strict=True) if p.verdict not in (None, "pass", "unsupported")]
-        if failed and my:
-            ax.scatter(failed, [min(my)] * len(failed), marker="x", color=COLOURS["failure"], s=18,
-                       label="failed verdict")
+        # a failed verdict is marked at its point's value; one without a value, at the foot of the axes
+        failed = [(x, p) for x, p in zip(xs, chart.points, strict=True)
+                  if p.verdict not in (None, "pass", "unsupported")]
+        timed = [(x, p.value * scale) for x, p in failed if p.value is not None]
+        untimed = [x for x, p in failed if p.value is None]
+        if timed:
+            ax.scatter([x for x, _ in timed], [y for _, y in timed], marker="x", color=COLOURS["failure"], s=22,
+                       zorder=3, label="failed verdict")
+        if untimed:
+            ax.scatter(untimed, [0.03] * len(untimed), marker="x", color=COLOURS["failure"], s=22, zorder=3,
+                       transform=ax.get_xaxis_transform(), clip_on=False,
+                       label="failed verdict, no result" if timed else "failed verdict (no result)")
     elif chart.buckets:
         bx = [b.x for b in chart.buckets if b.median is not None]
         ax.fill_between(bx, [b.low * scale for b in chart.buckets if b.median is not None],
@@ -90,16 +121,28 @@ def render_series_svg(chart: ChartData, width: float = 10.0, height: float = 3.6
         ax.annotate(shift.label, (shift.x - 0.5, 0), xycoords=("data", "axes fraction"), xytext=(3, 4),
                     textcoords="offset points", color=COLOURS["shift"], fontsize=7, rotation=90, va="bottom")
 
+    ticks = commit_ticks(chart)
+    if ticks:
+        slanted = len(ticks) > HORIZONTAL_TICKS
+        ax.set_xticks([x for x, _ in ticks],
+                      [label.replace("\n", " · ") if slanted else label for _, label in ticks],
+                      rotation=30 if slanted else 0, ha="right" if slanted else "center",
+                      rotation_mode="anchor", fontsize=7.5)
+        ax.set_xlim(min(x for x, _ in ticks) - 0.5, max(x for x, _ in ticks) + 0.5)
     h = chart.header
     ax.set_title(f"{h.benchmark} · {h.gpu_model}", loc="left", fontsize=10, fontweight="bold")
-    ax.set_xlabel("position along the commit axis (oldest → newest)")
+    ax.set_xlabel("commit (oldest → newest)")
     ax.set_ylabel(unit_label)
     ax.grid(True, color="#e3e6eb", linewidth=0.6)
     ax.spines[["top", "right"]].set_visible(False)
     if values:
         ax.legend(loc="upper left", frameon=False, fontsize=7, ncols=4)
+    return fig
+
+
+def render_series_svg(chart: ChartData, width: float = 10.0, height: float = 3.6) -> str:
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
+    draw_series(chart, width, height).savefig(buf, format="svg", metadata={"Date": None})
     return buf.getvalue()
 
 

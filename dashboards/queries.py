@@ -396,16 +396,43 @@ class SuiteSummary:
 
 @dataclass
 class Overview:
-    rows: list[CaseRow]
+    rows: list[CaseRow]  # every case that matches, worst first
     summaries: list[SuiteSummary]
     gpus: list[str]
+    page: int = 1  # the page shown, 1-based
+    pages: int = 1
+    start: int = 0  # rows[start:end] are the page's, filled in full
+    end: int = 0
+    group_sizes: dict[Severity, int] = field(default_factory=dict)  # cases per severity, over every page
+
+    @property
+    def shown(self) -> list[CaseRow]:
+        return self.rows[self.start:self.end]
 
 
-def overview(session: Session, filters: Filters, shown: int | None = None) -> Overview:
-    """Every case sorted worst first, counted per suite and GPU; only the first `shown` rows in full."""
+def page_bounds(rows: Sequence[CaseRow], per_page: int) -> list[tuple[int, int]]:
+    """(start, end) of each page of `rows` (worst first): the first holds every correctness failure and
+    performance regression however many there are, and fills up to `per_page` with what follows; the
+    others hold `per_page` each. Always one page at least."""
+    first = min(len(rows), max(per_page, sum(1 for r in rows if r.severity <= Severity.regression)))
+    bounds = [(0, first)]
+    for start in range(first, len(rows), per_page):
+        bounds.append((start, min(start + per_page, len(rows))))
+    return bounds
+
+
+def overview(session: Session, filters: Filters, page: int = 1, per_page: int | None = None) -> Overview:
+    """Every case sorted worst first, counted per suite and GPU; the rows of page `page` of `per_page`
+    (page_bounds: every failure and regression on the first) in full, or every row with no `per_page`.
+    A page past the last shows no rows."""
     rows = case_heads(session, filters)
     rows.sort(key=lambda r: (r.severity, r.suite, r.case_name, r.gpu_model, r.params_label))
-    fill_details(session, rows[:shown] if shown is not None else rows, filters.branch)
+    bounds = page_bounds(rows, per_page) if per_page else [(0, len(rows))]
+    start, end = bounds[page - 1] if page <= len(bounds) else (len(rows), len(rows))
+    fill_details(session, rows[start:end], filters.branch)
+    group_sizes: dict[Severity, int] = defaultdict(int)
+    for r in rows:
+        group_sizes[r.severity] += 1
     summaries: dict[tuple[str, str], SuiteSummary] = {}
     for r in rows:
         summary = summaries.get((r.suite, r.gpu_model))
@@ -416,6 +443,7 @@ def overview(session: Session, filters: Filters, shown: int | None = None) -> Ov
         rows=rows,
         summaries=sorted(summaries.values(), key=lambda s: (s.suite, s.gpu_model)),
         gpus=sorted({r.gpu_model for r in rows}),
+        page=page, pages=len(bounds), start=start, end=end, group_sizes=dict(group_sizes),
     )
 
 
@@ -786,17 +814,22 @@ def run_detail(session: Session, run_id: int, others_shown: int = 300) -> RunDet
 class MachineRow:
     machine: Machine
     runs: int
-    last_run_id: int | None
-    last_run_at: datetime | None
+    last_run_id: int | None  # the run that started last (by upload time where a run recorded no start)
+    last_run_started: datetime | None  # its start, the time /runs shows; None if it recorded none
+    last_run_uploaded: datetime | None
     environments: list[Environment]
 
 
 def machines(session: Session) -> list[MachineRow]:
+    when = func.coalesce(Run.started_at, Run.uploaded_at)
+    ranked = select(
+        Run.machine_id, Run.id, Run.started_at, Run.uploaded_at,
+        func.count().over(partition_by=Run.machine_id).label("n"),
+        func.row_number().over(partition_by=Run.machine_id, order_by=(when.desc(), Run.id.desc())).label("rank"),
+    ).subquery()
     stats = {
-        mid: (n, last_id, last_at)
-        for mid, n, last_id, last_at in session.execute(
-            select(Run.machine_id, func.count(), func.max(Run.id), func.max(Run.uploaded_at)).group_by(Run.machine_id)
-        )
+        row.machine_id: (row.n, row.id, row.started_at, row.uploaded_at)
+        for row in session.execute(select(ranked).where(ranked.c.rank == 1))
     }
     env_pairs = session.execute(select(Run.machine_id, Run.environment_id).distinct()).all()
     env_ids = {e for _m, e in env_pairs}
@@ -806,8 +839,8 @@ def machines(session: Session) -> list[MachineRow]:
         per_machine[mid].append(envs[eid])
     out = []
     for m in session.scalars(select(Machine).order_by(Machine.gpu_model, Machine.name, Machine.id)):
-        n, last_id, last_at = stats.get(m.id, (0, None, None))
-        out.append(MachineRow(m, n, last_id, last_at, sorted(per_machine[m.id], key=lambda e: e.id)))
+        n, last_id, started, uploaded = stats.get(m.id, (0, None, None, None))
+        out.append(MachineRow(m, n, last_id, started, uploaded, sorted(per_machine[m.id], key=lambda e: e.id)))
     return out
 
 

@@ -4,7 +4,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
-from tewatch.dashboards.routes import alerts, cases, matrix, overview, pr, runs, series, static
+from tewatch.dashboards.routes import alerts, api_docs, cases, matrix, overview, pr, runs, series, static
 from tewatch.dashboards.runtime import compile_templates, frozen_heap
 
 
@@ -16,5 +16,5 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
 
 
 router = APIRouter(include_in_schema=False, lifespan=lifespan)
-for _module in (overview, matrix, cases, series, runs, pr, alerts, static):
+for _module in (overview, matrix, cases, series, runs, pr, alerts, static, api_docs):
     router.include_router(_module.router)

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from tewatch.dashboards import detection, queries
 from tewatch.dashboards.queries import SeriesHeader, SeriesPoint
 from tewatch.detect.environment import environment_changes
+from tewatch.runner.commit import version_hash
 
 MAX_DETAILED_POINTS = 600  # beyond this, the server aggregates points into buckets
 MAX_SAMPLES_DRAWN = 32
@@ -79,6 +80,7 @@ class ChartData:
     shifts: list[Shift] = field(default_factory=list)
     versions: dict[int, dict] = field(default_factory=dict)  # x -> stack versions at shift points
     pr: PrOverlay | None = None
+    commits: dict[int, str] = field(default_factory=dict)  # x -> the commit there, for axis labels (commit_label)
 
     @property
     def aggregated(self) -> bool:
@@ -110,11 +112,12 @@ class ChartData:
 def _point_json(x: int, p: SeriesPoint) -> dict:
     return {"x": x, "run": p.run_id, "sha": p.sha, "at": p.at.isoformat() if p.at else None, "status": p.status,
             "value": p.value, "q25": p.q_25, "q75": p.q_75, "samples": p.samples[:MAX_SAMPLES_DRAWN],
-            "verdict": p.verdict, "exception": p.exception_class, "gpu": _gpu_summary(p.gpu_state)}
+            "verdict": p.verdict, "exception": p.exception_class, "gpu": gpu_summary(p.gpu_state)}
 
 
-def _gpu_summary(state: dict) -> dict:
-    """The GPU state worth a tooltip: first/last clocks, power, temperature, throttle reasons."""
+def gpu_summary(state: dict) -> dict:
+    """The GPU state worth a tooltip: first/last clocks, power, temperature, throttle reasons; only what was
+    recorded (cases that time nothing on the GPU, like the contracts, record empty lists: {})."""
     out = {}
     for key in ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c"):
         values = state.get(key)
@@ -123,7 +126,7 @@ def _gpu_summary(state: dict) -> dict:
             if nums:
                 out[key] = [min(nums), max(nums)]
     reasons = state.get("throttle_reasons")
-    if isinstance(reasons, list):
+    if isinstance(reasons, list) and reasons:
         out["throttle_reasons"] = [str(r) for r in reasons[:6]]
     return out
 
@@ -139,13 +142,35 @@ def build(session: Session, header: SeriesHeader, branch: str = "", last: int | 
         chart.points = points
     else:
         chart.buckets = aggregate(points, offset, math.ceil(len(points) / MAX_DETAILED_POINTS))
-    chart.shifts = environment_shifts(session, points, offset)
+    if pr is not None:
+        chart.pr = pr_overlay(session, header, pr, total)
+    pr_points = chart.pr.points if chart.pr else []
+    envs, machines = queries.stack_versions(session, {p.environment_id for p in points + pr_points},
+                                            {p.machine_id for p in points + pr_points})
+    chart.shifts = environment_shifts(points, offset, envs, machines)
+    chart.commits = commit_labels(points, offset, envs)
+    if chart.pr:
+        chart.commits.update(commit_labels(pr_points, chart.pr.x0, envs))
     values = [p.value if p.status == "ok" else None for p in points]
     chart.change_points = detection.change_points(session, header, points, values, offset, branch)
     chart.band = baseline_band(values, chart.change_points, offset)
-    if pr is not None:
-        chart.pr = pr_overlay(session, header, pr, total)
     return chart
+
+
+def commit_label(sha: str, te_version: str) -> str:
+    """A commit as people know it: its short sha, above TE's version where the run recorded one; only the
+    version where the sha is the stand-in `tewatch run` files a release wheel without a commit under."""
+    if te_version and sha == version_hash(te_version):
+        return f"TE {te_version}"
+    return f"{sha[:7]}\nTE {te_version}" if te_version else sha[:7]
+
+
+def commit_labels(points: list[SeriesPoint], x0: int, envs: dict) -> dict[int, str]:
+    labels = {}
+    for i, p in enumerate(points):
+        env = envs.get(p.environment_id)
+        labels[x0 + i] = commit_label(p.sha, env.te_version if env else "")
+    return labels
 
 
 def pr_overlay(session: Session, header: SeriesHeader, pr: int, x0: int) -> PrOverlay:
@@ -173,12 +198,11 @@ def aggregate(points: list[SeriesPoint], offset: int, size: int) -> list[Bucket]
     return buckets
 
 
-def environment_shifts(session: Session, points: list[SeriesPoint], offset: int) -> list[Shift]:
-    """Points where the driver, CUDA, cuBLASLt, cuDNN, torch or TE changed from the previous point."""
+def environment_shifts(points: list[SeriesPoint], offset: int, envs: dict, machines: dict) -> list[Shift]:
+    """Points where the driver, CUDA, cuBLASLt, cuDNN, torch or TE changed from the previous point (`envs` and
+    `machines` by id: queries.stack_versions)."""
     if not points:
         return []
-    envs, machines = queries.stack_versions(session, {p.environment_id for p in points},
-                                            {p.machine_id for p in points})
     stacks: dict[tuple[int, int], dict[str, str]] = {}
 
     def stack(p: SeriesPoint) -> dict[str, str]:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from urllib.parse import urlencode
 
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 from tewatch.dashboards.status import css_class
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -60,6 +62,17 @@ def format_time(value: datetime | None) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
+# where a long identifier may wrap: before a capital that starts a word (ShapeContract|Mismatch, HTTP|Error,
+# NVFP4|Tensor) and after a dot or an underscore (torch.|_dynamo.|exc)
+_WRAP_POINT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[._])(?=[^._])")
+
+
+def breakable(name: str | None) -> Markup:
+    """`name` escaped, with <wbr> where it may wrap (camel-case words, dots, underscores), so that a narrow
+    box wraps an exception class between its words, never inside one (CSS breaks nothing else)."""
+    return Markup("<wbr>").join(escape(part) for part in _WRAP_POINT.split(name or ""))
+
+
 def short_sha(sha: str | None) -> str:
     return (sha or "")[:10]
 
@@ -85,7 +98,7 @@ def make_templates() -> Jinja2Templates:
     env.lstrip_blocks = True
     env.filters.update(
         value=format_value, ratio=format_ratio, effect=format_effect, when=format_time, sha=short_sha,
-        status_class=css_class, noise_source=describe_noise_source,
+        status_class=css_class, noise_source=describe_noise_source, breakable=breakable,
     )
     env.globals.update(query_string=query_string, static=static_url)
     return templates

@@ -1,35 +1,52 @@
-"""`/`: every suite's latest verdicts per GPU model, worst first, with filters and a search box."""
+"""`/`: every suite's latest verdicts per GPU model, worst first, with filters and a search box; in pages
+whose first holds every correctness failure and performance regression (`?all=1`: every case at once)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 from tewatch.dashboards import queries
 from tewatch.dashboards.deps import get_session
-from tewatch.dashboards.routes.common import BadFilter, cached_content, error_page, parse_filters, render
+from tewatch.dashboards.routes.common import (
+    BadFilter,
+    cached_content,
+    error_page,
+    parse_filters,
+    render,
+    whole_number,
+)
 from tewatch.dashboards.security import SecureHeadersRoute
 from tewatch.dashboards.status import Severity
+from tewatch.store.limits import INT32_MAX
 
 router = APIRouter(route_class=SecureHeadersRoute)
-ROWS_SHOWN = 400
+PER_PAGE = 50  # cases per page after the first (which holds every failure and regression, and at least as many)
+GROUP_NAMES = {
+    Severity.failure: "Correctness failures", Severity.regression: "Performance regressions",
+    Severity.improvement: "Performance improvements", Severity.passed: "Passing",
+    Severity.unknown: "No verdict", Severity.unsupported: "Unsupported (capability gates)",
+}
 
 
 @router.get("/", response_class=HTMLResponse)
 def overview(request: Request, session: Annotated[Session, Depends(get_session)], gpu: str = "",
-             recipe: str = "", backend: str = "", branch: str = "", q: str = "", all: str = "") -> HTMLResponse:
+             recipe: str = "", backend: str = "", branch: str = "", q: str = "", all: str = "",
+             page: Annotated[str, Query()] = "1") -> HTMLResponse:
     try:
         filters = parse_filters(gpu, recipe, backend, branch, q)
     except BadFilter as exc:
         return error_page(request, 400, str(exc))
-    shown = None if all else ROWS_SHOWN
+    number = whole_number(page, 1, INT32_MAX)
+    if number is None:
+        return error_page(request, 400, f"page must be a whole number from 1 to {INT32_MAX}, got {page!r}")
 
     def build() -> dict:
-        data = queries.overview(session, filters, shown)
+        data = queries.overview(session, filters, page=1 if all else number, per_page=None if all else PER_PAGE)
         return dict(data=data, filters=filters, options=queries.filter_options(session), sev=Severity,
-                    show_search=True, shown=len(data.rows) if shown is None else shown)
+                    show_search=True, show_all=bool(all), group_names=GROUP_NAMES)
 
     content = cached_content(request, session, "overview.html", build)
     return render(request, "page.html", nav="overview", title="Overview", content=content)

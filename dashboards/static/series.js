@@ -68,14 +68,16 @@
     return null;
   }
 
+  // The point's GPU state in one line, "" when none was recorded (the tooltip then leaves the line out).
   function gpuText(g) {
     const parts = [];
-    if (g.sm_clock_mhz) parts.push("SM " + g.sm_clock_mhz.join("–") + " MHz");
-    if (g.mem_clock_mhz) parts.push("mem " + g.mem_clock_mhz.join("–") + " MHz");
-    if (g.power_w) parts.push(g.power_w.join("–") + " W");
-    if (g.temperature_c) parts.push(g.temperature_c.join("–") + " °C");
-    if (g.throttle_reasons) parts.push("throttle: " + g.throttle_reasons.join(", "));
-    return parts.join(" · ") || "not recorded";
+    const has = (v) => Array.isArray(v) && v.length > 0;
+    if (has(g.sm_clock_mhz)) parts.push("SM " + g.sm_clock_mhz.join("–") + " MHz");
+    if (has(g.mem_clock_mhz)) parts.push("mem " + g.mem_clock_mhz.join("–") + " MHz");
+    if (has(g.power_w)) parts.push(g.power_w.join("–") + " W");
+    if (has(g.temperature_c)) parts.push(g.temperature_c.join("–") + " °C");
+    if (has(g.throttle_reasons)) parts.push("throttle: " + g.throttle_reasons.join(", "));
+    return parts.join(" · ");
   }
 
   function describePoint(d, idx, pinned) {
@@ -102,12 +104,13 @@
     const unit = d.series.unit;
     const verdict = node("span", { class: "badge " + statusClass(p.verdict) }, p.verdict || "no verdict");
     if (p.exception) verdict.textContent += " · " + p.exception;
+    const gpu = gpuText(p.gpu || {});
     info.appendChild(kv([
       ["Commit", shortSha(p.sha) + (p.at ? "  ·  " + p.at.replace("T", " ").slice(0, 16) + " UTC" : "")],
       ["Run", link("/runs/" + p.run, "#" + p.run)],
       ["Median", fmt(p.value, unit) + "  (" + p.samples.length + " samples, q25–q75 " + fmt(p.q25, unit) + " – " + fmt(p.q75, unit) + ")"],
       ["Verdict", verdict],
-      ["GPU state", gpuText(p.gpu)],
+      ...(gpu ? [["GPU state", gpu]] : []),
       ["Position", (source ? source + " · " : "") + "#" + p.x + (pinned ? "  (pinned — click again to release)" : "")],
     ]));
   }

@@ -79,11 +79,25 @@ def _send(client, endpoint: str, run, fields: dict[str, str]):
         return client.post(endpoint, data={k: v for k, v in fields.items() if v}, files=files)
 
 
+# asv's result statuses (tewatch.store.models.ResultStatus), in words that cannot be read as verdicts:
+# "failed" is asv's, a benchmark that raised and left no value, whatever the case's verdict says
+RESULT_WORDS = {"ok": "measured", "failed": "failed to run", "timeout": "timed out", "skipped": "skipped",
+                "unsupported": "unsupported"}
+VERDICT_ORDER = ("pass", "fail_accuracy", "error", "timeout", "oom", "unsupported")
+
+
+def _counts(counts: dict[str, int], order, words: dict[str, str] | None = None) -> str:
+    ranked = sorted(counts.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0]))
+    return ", ".join(f"{n} {(words or {}).get(status, status)}" for status, n in ranked)
+
+
 def _stored_line(name: str, body: dict) -> str:
+    """`run 5 created: NAME (asv results: 200 measured, 9 failed to run; case verdicts: 189 pass, 9 error,
+    2 fail_accuracy)`: each count says whether it counts asv's results or the cases' verdicts."""
     state = "created" if body["created"] else "already stored"
-    results = ", ".join(f"{n} {status}" for status, n in sorted(body["results"].items())) or "no results"
-    verdicts = ", ".join(f"{n} {status}" for status, n in sorted(body["verdicts"].items())) or "no verdicts"
-    return f"run {body['run_id']} {state}: {name} ({results}; verdicts: {verdicts})"
+    results = _counts(body["results"], tuple(RESULT_WORDS), RESULT_WORDS) or "none"
+    verdicts = _counts(body["verdicts"], VERDICT_ORDER) or "none"
+    return f"run {body['run_id']} {state}: {name} (asv results: {results}; case verdicts: {verdicts})"
 
 
 def _detail(answer) -> str:

@@ -1,5 +1,6 @@
 import pytest
-from tewatch.dashboards.templating import format_value
+from tewatch.dashboards.series_chart import gpu_summary
+from tewatch.dashboards.templating import breakable, format_value
 
 
 @pytest.mark.parametrize(("seconds", "shown"), [
@@ -14,3 +15,21 @@ def test_other_units_and_missing_values() -> None:
     assert format_value(0.781, "fraction") == "78.1 %"
     assert format_value(612.34, "TFLOP/s") == "612.3 TFLOP/s"
     assert format_value(None) == "—" and format_value(float("nan")) == "—"
+
+
+@pytest.mark.parametrize(("name", "html"), [
+    ("ShapeContractMismatch", "Shape<wbr>Contract<wbr>Mismatch"), ("RecursionError", "Recursion<wbr>Error"),
+    ("HTTPError", "HTTP<wbr>Error"), ("NVFP4TensorError", "NVFP4<wbr>Tensor<wbr>Error"),
+    ("torch.exc.Unsupported", "torch.<wbr>exc.<wbr>Unsupported"), ("oom", "oom"), ("", ""),
+    ("<b>BadName</b>", "&lt;b&gt;Bad<wbr>Name&lt;/b&gt;"),
+])
+def test_identifiers_may_wrap_only_between_words(name: str, html: str) -> None:
+    assert str(breakable(name)) == html
+
+
+def test_gpu_state_keeps_only_what_was_recorded() -> None:
+    empty = {"sm_clock_mhz": [], "mem_clock_mhz": [], "power_w": [], "temperature_c": [], "throttle_reasons": []}
+    assert gpu_summary(empty) == {} and gpu_summary({}) == {}
+    recorded = {"sm_clock_mhz": [1980, 1515], "power_w": [162.2, 228.3], "throttle_reasons": ["none", "sw_power_cap"]}
+    assert gpu_summary(recorded) == {"sm_clock_mhz": [1515, 1980], "power_w": [162.2, 228.3],
+                                     "throttle_reasons": ["none", "sw_power_cap"]}

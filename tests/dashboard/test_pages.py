@@ -6,6 +6,7 @@ import json
 import re
 
 import httpx
+from tewatch.dashboards.routes.overview import PER_PAGE
 
 from tests.dashboard.conftest import H200_FIXTURES, MARKUP, PR_NUMBER, PR_ONLY_EXCEPTION, screenshot
 from tests.dashboard.expectations import FAILURES, expected_matrix, latest_records
@@ -15,6 +16,16 @@ SEVERITY_OF_STATUS = {"error": 0, "fail_accuracy": 0, "timeout": 0, "oom": 0, "p
 
 def rows(page, table: str = "#cases") -> list[dict]:
     return page.eval_on_selector_all(f"{table} tbody tr[data-case-id]", "els => els.map(e => ({...e.dataset}))")
+
+
+def rows_on_every_page(page) -> list[dict]:
+    """The overview's rows on the page open now and on each one after it, following its Next links."""
+    found = rows(page)
+    while (after := page.query_selector("nav.pager a[rel=next]")) is not None:
+        with page.expect_navigation():
+            after.click()
+        found += rows(page)
+    return found
 
 
 def open_page(page, site, path: str, name: str | None = None):
@@ -31,7 +42,7 @@ def test_every_page_answers_with_security_headers(site):
     with httpx.Client(base_url=site.url, timeout=30) as client:
         case_id = client.get("/").text.split('data-case-id="', 1)[1].split('"', 1)[0]
         paths = ["/", "/matrix", f"/case/{case_id}", "/runs", f"/runs/{site.pr_run_id}", "/machines", "/alerts",
-                 f"/pr/{PR_NUMBER}", "/case/999999", "/series/999999", "/static/tewatch.css"]
+                 f"/pr/{PR_NUMBER}", "/case/999999", "/series/999999", "/static/tewatch.css", "/docs"]
         for path in paths:
             answer = client.get(path)
             assert answer.status_code == (404 if "999999" in path else 200), path
@@ -57,31 +68,80 @@ def test_pull_request_verdicts_stay_off_the_default_branch_pages(site):
 
 def test_overview_puts_failures_first_and_greys_unsupported(site, page):
     open_page(page, site, "/", "overview")
-    listed = rows(page)
+    for row in page.query_selector_all("#cases tbody tr[data-status=error]"):
+        assert row.query_selector(".badge.st-fail") is not None
+    listed = rows_on_every_page(page)
     latest = latest_records(site.runs)
     assert len(listed) >= len(latest)
     order = [SEVERITY_OF_STATUS.get(r["status"], 4) if not r["perf"] else 1 for r in listed]
     assert order == sorted(order), "cases are not ordered failures, regressions, improvements, passes, unsupported"
     statuses = {r["status"] for r in listed}
     assert statuses & FAILURES, "the fixtures hold failing cases; the overview shows none"
-    for row in page.query_selector_all("#cases tbody tr[data-status=unsupported]"):
+    unsupported = page.query_selector_all("#cases tbody tr[data-status=unsupported]")  # on the last page
+    assert unsupported, "the fixtures hold unsupported cases; the last page shows none"
+    for row in unsupported:
         assert "greyed" in row.get_attribute("class")
         assert row.query_selector(".badge.st-unsupported") is not None
-    for row in page.query_selector_all("#cases tbody tr[data-status=error]"):
-        assert row.query_selector(".badge.st-fail") is not None
     assert not page.problems, page.problems
 
 
-def test_filters_narrow_the_overview(site, page):
-    open_page(page, site, "/")
+def test_overview_pages_keep_every_failure_and_regression_on_the_first(site, page):
+    """The overview comes in pages (it was one 17,000 px table): the first holds every correctness failure and
+    performance regression, each page groups its cases under a heading per severity, and filters and the
+    search carry from page to page."""
+    open_page(page, site, "/?all=1")
     everything = rows(page)
+    assert not page.query_selector("nav.pager a[rel=next]")
+    open_page(page, site, "/", "overview-page-1")
+    first = rows(page)
+    assert len(first) < len(everything), "the fixtures fill more than one page"
+    attention = [r["caseId"] for r in everything if r["status"] in FAILURES or r["perf"] == "regression"]
+    assert attention and [r["caseId"] for r in first[:len(attention)]] == attention
+    assert page.eval_on_selector_all("#cases tr.group-head", "hs => hs.map(h => h.dataset.group)")[0] == "failure"
+    assert page.locator("#cases tr.group-head[data-group=failure]").inner_text().split()[-1] == str(
+        sum(r["status"] in FAILURES for r in everything))
+    height = page.evaluate("document.documentElement.scrollHeight")
+    assert height < 6000, f"page 1 is {height} px tall"
+    assert [r["caseId"] for r in rows_on_every_page(page)] == [r["caseId"] for r in everything]
+    assert page.query_selector("nav.pager a[rel=prev]") is not None
+    assert "continued" in page.inner_text("#cases tr.group-head"), "the last page continues a group"
+
+    backend = first[0]["backend"]
+    open_page(page, site, "/?" + str(httpx.QueryParams({"page": 2})))
+    with page.expect_navigation():
+        page.select_option("select[name=backend]", backend)
+    assert "page=" not in page.url, "a new filter starts again at page 1"
+    narrowed = rows_on_every_page(page)
+    assert narrowed and all(r["backend"] == backend for r in narrowed)
+    assert {r["caseId"] for r in narrowed} == {r["caseId"] for r in everything if r["backend"] == backend}
+    assert f"backend={backend}" in page.url
+
+    needle = "linear.LinearFwdBwd"
+    open_page(page, site, "/?" + str(httpx.QueryParams({"q": needle})))
+    found = rows_on_every_page(page)
+    assert len(found) > PER_PAGE, "the search should fill more than one page"
+    assert f"q={needle}" in page.url and page.input_value("input[name=q]") == needle
+    assert len(found) == len({r["caseId"] for r in found}), "a case on two pages"
+    assert all(needle in text for text in page.eval_on_selector_all(
+        "#cases tbody tr[data-case-id] a.case-link", "as => as.map(a => a.textContent)")), "the last page ignores q"
+
+    answer = page.goto(site.url + "/?page=999")
+    assert answer.status == 200 and "There is no page 999" in page.inner_text("main")
+    assert page.goto(site.url + "/?page=0").status == 400
+    assert not [p for p in page.problems if "400" not in p], page.problems
+
+
+def test_filters_narrow_the_overview(site, page):
+    open_page(page, site, "/?all=1")
+    everything = rows(page)
+    open_page(page, site, "/")
     for name, attribute in (("backend", "backend"), ("gpu", "gpu"), ("recipe", "recipe")):
         values = page.eval_on_selector_all(f"select[name={name}] option", "os => os.map(o => o.value).filter(v => v)")
         for value in values:
             with page.expect_navigation():
                 page.select_option(f"select[name={name}]", value)
             assert f"{name}=" in page.url
-            shown = rows(page)
+            shown = rows_on_every_page(page)
             assert shown, f"{name}={value} shows nothing"
             assert all(r[attribute] == value for r in shown), f"{name}={value} lets other cases through"
             expected = [r for r in everything if r[attribute] == value]
@@ -123,10 +183,10 @@ def test_series_page_draws_every_sample_with_point_details(site, page):
     chosen = None
     for href in links:
         data = page.request.get(href + "/points.json?last=all").json()
-        if any(p["samples"] for p in data["points"]):
+        if any(p["samples"] for p in data["points"]) and data["points"][-1]["gpu"]:
             chosen = (href, data)
             break
-    assert chosen, "no passing case with a sampled timing series in the fixtures"
+    assert chosen, "no passing case with a sampled timing series and a GPU state in the fixtures"
     href, data = chosen
     open_page(page, site, href.removeprefix(site.url))
     page.wait_for_selector("#chart[data-ready='1']")
@@ -145,6 +205,8 @@ def test_series_page_draws_every_sample_with_point_details(site, page):
     svg = page.request.get(f"{site.url}/series/{series_id}/plot.svg")
     assert svg.status == 200 and svg.headers["content-type"].startswith("image/svg+xml")
     assert "<svg" in svg.text()
+    assert "commit (oldest → newest)" in svg.text()
+    assert data["points"][-1]["sha"][:7] in svg.text() or "TE " in svg.text(), "the x axis names no commit"
     assert svg.headers["content-security-policy"].startswith("default-src 'none'"), "an SVG may never run script"
     assert not page.problems, page.problems
 
@@ -194,6 +256,29 @@ def test_matrix_shows_h200_contract_failures_and_cpu_round_trip_error(site, page
         page.wait_for_load_state("networkidle")
         assert r.verdict["exception_class"] in page.inner_text("main")
         page.go_back()
+    assert not page.problems, page.problems
+
+
+EXCEPTION_LINES = """els => els.map(e => {
+  const words = [...e.childNodes].filter(n => n.nodeType === Node.TEXT_NODE && n.textContent);
+  const rects = words.map(n => { const r = document.createRange(); r.selectNodeContents(n); return r.getClientRects(); });
+  return {text: e.textContent, words: words.map(n => n.textContent),
+          split: words.filter((n, i) => rects[i].length > 1).map(n => n.textContent),
+          lines: new Set(rects.map(r => Math.round(r[0].top))).size, overflows: e.scrollWidth > e.clientWidth + 1};
+})"""
+
+
+def test_matrix_wraps_exception_classes_between_words(site, page):
+    """Exception classes in the narrow matrix cells wrap between their camel-case words, never inside one."""
+    open_page(page, site, "/matrix")
+    shown = page.eval_on_selector_all("table.matrix .cell-exc", EXCEPTION_LINES)
+    assert shown, "the fixtures' matrix shows no exception class"
+    for cell in shown:
+        assert not cell["split"], f"{cell['text']}: {cell['split']} broken across lines"
+        assert not cell["overflows"], f"{cell['text']} runs out of its cell"
+    wrapped = {cell["text"]: cell for cell in shown if cell["lines"] > 1}
+    assert "ShapeContractMismatch" in wrapped, "the H200 shape-contract failure should need several lines"
+    assert wrapped["ShapeContractMismatch"]["words"] == ["Shape", "Contract", "Mismatch"]
     assert not page.problems, page.problems
 
 
@@ -287,4 +372,73 @@ def test_runs_and_machines_show_the_software_stack(site, page):
     for key in ("driver", "cuda"):
         if machine.get(key):
             assert machine[key] in names
+    assert not page.problems, page.problems
+
+
+def test_api_docs_render_operations_from_the_package(site, page):
+    """/docs is Swagger UI from the package (no CDN: air-gapped clusters have docs too), under the pages' CSP."""
+    requested = []
+    page.on("request", lambda r: requested.append(r.url))
+    open_page(page, site, "/docs")
+    page.wait_for_selector("#swagger-ui .opblock")
+    paths = page.eval_on_selector_all(".opblock-summary-path", "ps => ps.map(p => p.dataset.path || p.innerText)")
+    assert "/api/v1/runs" in paths and "/api/v1/verdicts/latest" in paths, paths
+    assert "/" not in paths and "/docs" not in paths, "the pages are not API operations"
+    health = page.locator(".opblock", has=page.locator(".opblock-summary-path[data-path='/api/v1/health']"))
+    health.locator(".opblock-summary").click()
+    health.locator("button.try-out__btn").click()
+    health.locator("button.execute").click()
+    page.wait_for_selector(".live-responses-table .response-col_status >> text=200")
+    screenshot(page, "api-docs")
+    outside = [url for url in requested if not url.startswith(site.url)]
+    assert not outside, f"the docs page loaded from elsewhere: {outside}"
+    assert not page.problems, page.problems
+
+
+def test_series_tooltip_leaves_out_the_gpu_state_where_none_was_recorded(site, page):
+    """The contract checks time nothing on the GPU: their points carry no GPU state, and the tooltip says
+    nothing about one (it used to show "GPU state: throttle:")."""
+    cases = page.request.get(f"{site.url}/api/v1/cases?case=contracts.ShapeContract").json()["items"]
+    assert cases, "the fixtures hold shape-contract cases"
+    series_id = cases[0]["series"][0]["id"]
+    data = page.request.get(f"{site.url}/series/{series_id}/points.json?last=all").json()
+    assert data["points"] and all(p["gpu"] == {} for p in data["points"])
+    open_page(page, site, f"/series/{series_id}")
+    page.wait_for_selector("#chart[data-ready='1']")
+    box = page.query_selector("#chart .u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
+    page.wait_for_function("document.querySelector('#point-info dl') !== null")
+    info = page.inner_text("#point-info")
+    assert "Commit" in info and "Verdict" in info
+    assert "GPU state" not in info and "throttle" not in info, info
+    screenshot(page, "series-contract")
+    assert not page.problems, page.problems
+
+
+def test_machines_name_the_last_started_run_at_the_time_runs_shows(site, page):
+    """/machines' last run is the run of that machine that started last, at its start time, as /runs shows it
+    (it used to show the newest upload's upload time)."""
+    runs = page.request.get(f"{site.url}/api/v1/runs?limit=1000").json()["items"]
+    latest: dict[int, dict] = {}
+    for run in runs:
+        key = (run["started_at"] or run["uploaded_at"], run["id"])
+        mid = run["machine_id"]
+        if mid not in latest or key > (latest[mid]["started_at"] or latest[mid]["uploaded_at"], latest[mid]["id"]):
+            latest[mid] = run
+    assert any(max(r["id"] for r in runs if r["machine_id"] == mid) != run["id"] for mid, run in latest.items()), \
+        "the fixtures should upload some machine's last-started run before another of its runs"
+    open_page(page, site, "/runs")
+    assert page.inner_text("#runs thead th:nth-child(2)") == "Started"
+    started_on_runs = dict(page.eval_on_selector_all(
+        "#runs tbody tr", "rs => rs.map(r => [r.querySelector('a').textContent, "
+                          "r.querySelector('[data-role=started]').innerText])"))
+    open_page(page, site, "/machines", "machines")
+    assert page.inner_text("#machines thead th:last-child") == "Last run, started"
+    for mid, run in latest.items():
+        cell = page.query_selector(f"#machines tr[data-machine-id='{mid}'] [data-role=last-run]")
+        assert cell is not None, mid
+        link = cell.query_selector("a").inner_text()
+        assert link == f"#{run['id']}", f"machine {mid}: last started run is #{run['id']}, shown {link}"
+        assert cell.inner_text().removeprefix(link).strip() == started_on_runs[link]
+        assert run["started_at"] is None or "uploaded" not in cell.inner_text()
     assert not page.problems, page.problems

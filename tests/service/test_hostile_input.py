@@ -172,6 +172,7 @@ DASHBOARD_PARAMS = [
     ("/matrix", "world_size", "query", "integer"),
     ("/matrix", "gpu", "query", "string"),
     ("/", "q", "query", "string"),
+    ("/", "page", "query", "integer"),
     ("/", "branch", "query", "string"),
     ("/alerts", "kind", "query", "string"),
 ]
