@@ -237,7 +237,7 @@ def _primary_series(session: Session, case_ids: list[int]) -> dict[int, tuple[in
         .where(key_list(session, Series.case_id, case_ids, "case_ids"))
         .order_by(Series.id)
     ).all()
-    best: dict[int, tuple[int, int, str]] = {}
+    best: dict[int, tuple[float, int, str]] = {}
     for case_id, series_id, name, unit in rows:
         rank = primary_rank(name, unit)
         if case_id not in best or rank < best[case_id][0]:
@@ -245,13 +245,20 @@ def _primary_series(session: Session, case_ids: list[int]) -> dict[int, tuple[in
     return {case_id: (sid, unit) for case_id, (_rank, sid, unit) in best.items()}
 
 
-def primary_rank(benchmark_name: str, unit: str) -> int:
+SECONDARY_TIMES = {"kernel_seconds": 0.5, "host_overhead_seconds": 2.0}  # case-record metrics in seconds
+
+
+def primary_rank(benchmark_name: str, unit: str) -> float:
+    """The call's own (event) time first, then its kernel time, other units, the host's share and
+    compile time last."""
     method = benchmark_name.rsplit(".", 1)[-1]
+    if unit == "seconds" and method in SECONDARY_TIMES:
+        return SECONDARY_TIMES[method]
     if unit == "seconds" and "compile" not in method:
-        return 0
+        return 0.0
     if unit == "seconds":
-        return 2
-    return 1
+        return 2.0
+    return 1.0
 
 
 def _latest_values(session: Session, series_ids: list[int], branch: str) -> dict[int, float | None]:

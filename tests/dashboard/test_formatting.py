@@ -33,3 +33,14 @@ def test_gpu_state_keeps_only_what_was_recorded() -> None:
     recorded = {"sm_clock_mhz": [1980, 1515], "power_w": [162.2, 228.3], "throttle_reasons": ["none", "sw_power_cap"]}
     assert gpu_summary(recorded) == {"sm_clock_mhz": [1515, 1980], "power_w": [162.2, 228.3],
                                      "throttle_reasons": ["none", "sw_power_cap"]}
+
+
+def test_a_case_is_shown_by_its_event_time_before_its_kernel_time_and_the_hosts_share():
+    from tewatch.dashboards.queries import primary_rank
+
+    names = {"linear.LinearFwdBwd.host_overhead_seconds": "seconds", "linear.LinearFwdBwd.tflops": "TFLOP/s",
+             "linear.LinearFwdBwd.kernel_seconds": "seconds", "linear.LinearFwdBwd.compile_seconds": "seconds",
+             "linear.LinearFwdBwd.track_seconds": "seconds"}
+    ordered = sorted(names, key=lambda name: primary_rank(name, names[name]))
+    assert ordered[:3] == ["linear.LinearFwdBwd.track_seconds", "linear.LinearFwdBwd.kernel_seconds",
+                           "linear.LinearFwdBwd.tflops"]
