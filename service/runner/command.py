@@ -28,7 +28,7 @@ def run(
     python: Annotated[str, typer.Option(help="the benchmark interpreter")] = sys.executable,
     launch_method: Annotated[str | None, typer.Option(
         help="asv's: spawn (a fresh interpreter per case) or forkserver (suites imported once); "
-             "default forkserver where the probe's fork check passes (always on CPU), spawn otherwise")] = None,
+             "default forkserver for --profile ci and wherever the probe's fork check passes, spawn otherwise")] = None,
     ab: Annotated[bool, typer.Option(
         "--ab", help="A/B rounds: base (--python) and head (--head-python and/or --head-env) measured "
                      "alternately, every case in a fresh process each round, into RESULTS_DIR/base and "
