@@ -61,7 +61,7 @@ def upload(
     ),
     retry_wait: float = typer.Option(
         RETRY_WAIT_S, "--retry-wait", min=0,
-        help=f"first backoff in seconds, doubled on each retry, plus up to as much jitter, at most "
+        help=f"first backoff in seconds, doubled on each retry, plus a jitter of up to this much, at most "
         f"{RETRY_WAIT_MAX_S:.0f} s; an answer's Retry-After (up to {RETRY_WAIT_MAX_S:.0f} s) replaces it",
     ),
 ) -> None:
