@@ -16,7 +16,7 @@ from tewatch.store.alert_models import (
 
 def list_alerts(
     session: Session, status: str | None = None, kind: str | None = None, branch: str | None = None,
-    pr_number: int | None = None, gpu_model: str | None = None, limit: int = 200,
+    pr_number: int | None = None, gpu_model: str | None = None, limit: int = 200, offset: int = 0,
 ) -> list[Alert]:
     """Correctness alerts first, then the newest."""
     query = select(Alert)
@@ -25,7 +25,8 @@ def list_alerts(
         if value is not None:
             query = query.where(column == value)
     correctness_first = case((Alert.kind == AlertKind.correctness, 0), else_=1)
-    return list(session.scalars(query.order_by(correctness_first, Alert.created_at.desc(), Alert.id.desc()).limit(limit)))
+    query = query.order_by(correctness_first, Alert.created_at.desc(), Alert.id.desc())
+    return list(session.scalars(query.limit(limit).offset(offset)))
 
 
 def list_deliveries(
@@ -41,7 +42,7 @@ def list_deliveries(
 
 def list_detections(
     session: Session, branch: str | None = None, series_id: int | None = None, active: bool | None = True,
-    limit: int = 500,
+    limit: int = 500, offset: int = 0,
 ) -> list[Detection]:
     query = select(Detection)
     if branch is not None:
@@ -50,7 +51,8 @@ def list_detections(
         query = query.where(Detection.series_id == series_id)
     if active is not None:
         query = query.where(Detection.active.is_(active))
-    return list(session.scalars(query.order_by(Detection.created_at.desc(), Detection.id.desc()).limit(limit)))
+    query = query.order_by(Detection.created_at.desc(), Detection.id.desc())
+    return list(session.scalars(query.limit(limit).offset(offset)))
 
 
 def pr_comparisons(session: Session, pr_number: int) -> list[PrComparison]:

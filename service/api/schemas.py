@@ -166,7 +166,10 @@ class SeriesPoint(BaseModel):
     commit_sha: str
     committed_at: datetime | None
     machine_id: int
+    machine_name: str
+    te_version: str
     verdict: str | None
+    gpu_state: dict[str, Any]
 
 
 class SeriesAnswer(CaseFields):
@@ -179,6 +182,29 @@ class SeriesAnswer(CaseFields):
     higher_is_better: bool
     total_points: int
     points: list[SeriesPoint]
+
+
+class RunResult(CaseFields):
+    series_id: int
+    case_id: int
+    benchmark: str
+    unit: str
+    status: str
+    value: float | None
+    samples: list[float] | None = None
+    q_25: float | None
+    q_75: float | None
+    number: int | None
+    repeat: int | None
+    benchmark_version: str
+    started_at: datetime | None
+    verdict: str | None
+    exception_class: str | None
+    gpu_state: dict[str, Any]
+
+
+class RunResultPage(Paged):
+    items: list[RunResult]
 
 
 class LatestVerdict(CaseFields):

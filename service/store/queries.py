@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Select, and_, func, select
@@ -115,10 +116,19 @@ def list_runs(
     machine: str | None = None,
     commit: str | None = None,
     pr_number: int | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
     limit: int = 50,
     offset: int = 0,
 ) -> Page:
+    """Runs, newest first. `since` (inclusive) and `until` (exclusive) bound when a run started (its upload
+    time where asv recorded no start), as UTC times."""
     statement = _run_select().order_by(Run.id.desc())
+    started = func.coalesce(Run.started_at, Run.uploaded_at)
+    if since is not None:
+        statement = statement.where(started >= since)
+    if until is not None:
+        statement = statement.where(started < until)
     if branch is not None:
         statement = statement.where(Run.branch == branch)
     if gpu is not None:
@@ -148,6 +158,10 @@ def get_run(conn: Connection, run_id: int) -> dict[str, Any] | None:
     )[0]
     run["files"] = run_files(conn, run_id)
     return run
+
+
+def run_exists(conn: Connection, run_id: int) -> bool:
+    return conn.execute(select(Run.id).where(Run.id == run_id)).first() is not None
 
 
 def run_files(conn: Connection, run_id: int) -> list[dict[str, Any]]:
@@ -275,7 +289,10 @@ def get_series(
         Commit.sha.label("commit_sha"),
         Commit.committed_at,
         Run.machine_id,
+        Machine.name.label("machine_name"),
+        Environment.te_version,
         Verdict.status.label("verdict"),
+        Verdict.gpu_state,
     ]
     if with_samples:
         columns.append(Result.samples)
@@ -283,6 +300,8 @@ def get_series(
         select(*columns)
         .join(Run, Run.id == Result.run_id)
         .join(Commit, Commit.id == Run.commit_id)
+        .join(Machine, Machine.id == Run.machine_id)
+        .join(Environment, Environment.id == Run.environment_id)
         .outerjoin(Verdict, and_(Verdict.run_id == Result.run_id, Verdict.case_id == series["case_id"]))
         .where(Result.series_id == series_id)
         .order_by(Result.run_id.desc())
@@ -295,9 +314,53 @@ def get_series(
     for point in points:
         point["status"] = _enum_value(point["status"])
         point["verdict"] = _enum_value(point["verdict"])
+        point["gpu_state"] = point["gpu_state"] or {}
     series["total_points"] = len(points)
     series["points"] = downsample(points, max_points) if max_points else points
     return series
+
+
+def run_results(
+    conn: Connection, run_id: int, *, limit: int = 1000, offset: int = 0, with_samples: bool = True
+) -> Page:
+    """Every result of one run with its case's labels, its samples and its case's verdict and GPU state
+    (clocks, power, temperature, throttle reasons around the case), in benchmark and case order."""
+    columns = [
+        Result.series_id,
+        Series.case_id,
+        Benchmark.name.label("benchmark"),
+        Benchmark.unit,
+        *CASE_COLUMNS,
+        Result.status,
+        Result.value,
+        Result.q_25,
+        Result.q_75,
+        Result.number,
+        Result.repeat,
+        Result.benchmark_version,
+        Result.started_at,
+        Verdict.status.label("verdict"),
+        Verdict.exception_class,
+        Verdict.gpu_state,
+    ]
+    if with_samples:
+        columns.append(Result.samples)
+    statement = (
+        select(*columns)
+        .select_from(Result)
+        .join(Series, Series.id == Result.series_id)
+        .join(Benchmark, Benchmark.id == Series.benchmark_id)
+        .join(Case, Case.id == Series.case_id)
+        .outerjoin(Verdict, and_(Verdict.run_id == Result.run_id, Verdict.case_id == Series.case_id))
+        .where(Result.run_id == run_id)
+        .order_by(Benchmark.name, Series.case_id, Result.series_id)
+    )
+    page = _page(conn, statement, limit, offset)
+    for row in page.items:
+        row["status"] = _enum_value(row["status"])
+        row["verdict"] = _enum_value(row["verdict"])
+        row["gpu_state"] = row["gpu_state"] or {}
+    return page
 
 
 def downsample(points: list[dict[str, Any]], max_points: int) -> list[dict[str, Any]]:

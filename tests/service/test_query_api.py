@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.service.uploads import parts_of, post_run, tiny_run
@@ -87,3 +89,76 @@ def test_health_metrics_and_docs(live_server, two_runs):
         assert "tewatch_uploads_total" in metrics and 'outcome="created"' in metrics
         assert client.get("/docs").status_code == 200
         assert "/api/v1/verdicts/latest" in client.get("/openapi.json").json()["paths"]
+
+
+def test_runs_by_start_time(live_server, two_runs):
+    """since/until bound a run's start (run.json's), or its upload time where the sidecar has none."""
+    ids = {}
+    with live_server.client() as client:
+        for started in ("2021-06-01T08:00:00Z", "2021-06-02T08:00:00Z", None):
+            parts = parts_of(tiny_run(0))
+            if started is None:
+                del parts["run"]
+            else:
+                record = json.loads(parts["run"][0][1])
+                parts["run"] = [(parts["run"][0][0], json.dumps({**record, "started_at": started}).encode())]
+            answer = post_run(client, parts, branch="timed")
+            assert answer.status_code == 201, answer.text
+            ids[started] = answer.json()["run_id"]
+    first, second, unrecorded = ids.values()
+
+    def found(**params) -> list[int]:
+        page = client.get("/api/v1/runs", params={"branch": "timed", **params})
+        assert page.status_code == 200, page.text
+        return [r["id"] for r in page.json()["items"]]
+
+    with live_server.client(token=None) as client:
+        assert found(since="2021-06-01T08:00:00", until="2021-06-02T08:00:00") == [first]
+        assert found(since="2021-06-01T09:00:00Z") == [unrecorded, second]  # uploaded now, after both
+        # a zone is honoured: 10:00 at +02:00 is the second run's start, which `until` excludes
+        assert found(until="2021-06-02T10:00:00+02:00") == [first]
+        assert found(until="2021-06-02T10:00:01+02:00") == [second, first]
+        for bad in ("yesterday", "0001-01-01T00:00:00+01:00", "3000-01-02T00:00:00"):
+            refused = client.get("/api/v1/runs", params={"since": bad})
+            assert refused.status_code == 422, bad
+
+
+def test_run_results_page_with_labels_samples_verdicts_and_gpu_state(live_server, two_runs):
+    (base, _), _ = two_runs
+    with live_server.client(token=None) as client:
+        page = client.get(f"/api/v1/runs/{base}/results").json()
+        assert page["total"] == len(page["items"]) == 14
+        by_series = {row["series_id"]: row for row in page["items"]}
+        ok = [row for row in page["items"] if row["status"] == "ok"]
+        sampled = [row for row in ok if row["samples"]]
+        assert len(ok) == 7 and sampled
+        assert all(min(row["samples"]) <= row["value"] <= max(row["samples"]) for row in sampled)
+        compile_failure = next(r for r in page["items"] if r["case_name"] == "ops.Compile" and r["status"] == "failed")
+        assert compile_failure["verdict"] == "error" and compile_failure["exception_class"]
+        assert all(isinstance(row["gpu_state"], dict) for row in page["items"])
+        pages = [client.get(f"/api/v1/runs/{base}/results", params={"limit": 5, "offset": offset}).json()
+                 for offset in (0, 5, 10)]
+        assert [len(p["items"]) for p in pages] == [5, 5, 4]
+        assert [r["series_id"] for p in pages for r in p["items"]] == [r["series_id"] for r in page["items"]]
+        bare = client.get(f"/api/v1/runs/{base}/results", params={"samples": False}).json()["items"]
+        assert all(row["samples"] is None for row in bare) and len(by_series) == 14
+        assert client.get("/api/v1/runs/999999/results").status_code == 404
+
+
+def test_series_points_carry_machine_te_version_and_gpu_state(live_server, two_runs):
+    with live_server.client(token=None) as client:
+        case = client.get("/api/v1/cases", params={"case": "ops.Scale"}).json()["items"][0]
+        points = client.get(f"/api/v1/series/{case['series'][0]['id']}").json()["points"]
+        assert points and all(p["machine_name"] == "tiny-cpu" and p["te_version"] == "" for p in points)  # no TE
+        assert all(isinstance(p["gpu_state"], dict) for p in points)
+
+
+def test_alerts_and_detections_page_with_offset(live_server, two_runs):
+    with live_server.client(token=None) as client:
+        alerts = client.get("/api/v1/alerts").json()
+        assert len(alerts) >= 2
+        second = client.get("/api/v1/alerts", params={"limit": 1, "offset": 1}).json()
+        assert [a["id"] for a in second] == [alerts[1]["id"]]
+        assert client.get("/api/v1/alerts", params={"offset": len(alerts)}).json() == []
+        assert client.get("/api/v1/detections", params={"offset": 10}).json() == []
+        assert client.get("/api/v1/alerts", params={"offset": -1}).status_code == 422

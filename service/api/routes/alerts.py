@@ -6,7 +6,7 @@ from tewatch.alerts import queries
 from tewatch.alerts.lifecycle import TransitionError, change_status
 from tewatch.alerts.schemas import AlertDetailOut, AlertOut, StatusChangeIn
 from tewatch.api.deps import get_engine, read_access, require_token
-from tewatch.api.params import OptionalQueryInt, PathInt
+from tewatch.api.params import Offset, OptionalQueryInt, PathInt
 from tewatch.store.alert_models import Alert
 
 router = APIRouter(tags=["alerts"])
@@ -21,10 +21,11 @@ def list_alerts(
     pr: OptionalQueryInt = None,
     gpu: str | None = None,
     limit: int = 200,
+    offset: Offset = 0,
 ):
-    """Alerts, correctness first, then the newest."""
+    """Alerts, correctness first, then the newest; at most 1000 a page (`offset` pages on)."""
     with Session(get_engine(request)) as session:
-        return queries.list_alerts(session, status, kind, branch, pr, gpu, min(max(limit, 1), 1000))
+        return queries.list_alerts(session, status, kind, branch, pr, gpu, min(max(limit, 1), 1000), offset)
 
 
 @router.get("/api/v1/alerts/{alert_id}", response_model=AlertDetailOut, dependencies=[Depends(read_access)])

@@ -4,7 +4,7 @@ from starlette.concurrency import run_in_threadpool
 from tewatch.alerts import queries
 from tewatch.alerts.schemas import ComparisonOut, DetectIn, DetectionOut, DetectOut
 from tewatch.api.deps import get_engine, get_settings, read_access, require_token
-from tewatch.api.params import OptionalQueryInt, PathInt
+from tewatch.api.params import Offset, OptionalQueryInt, PathInt
 
 router = APIRouter(tags=["detection"])
 
@@ -16,10 +16,12 @@ def list_detections(
     series_id: OptionalQueryInt = None,
     active: bool | None = True,
     limit: int = 500,
+    offset: Offset = 0,
 ):
-    """Change points with their baseline, limits, effect and detector version."""
+    """Change points with their baseline, limits, effect and detector version, newest first; at most 5000 a
+    page (`offset` pages on)."""
     with Session(get_engine(request)) as session:
-        return queries.list_detections(session, branch, series_id, active, min(max(limit, 1), 5000))
+        return queries.list_detections(session, branch, series_id, active, min(max(limit, 1), 5000), offset)
 
 
 @router.get("/api/v1/prs/{pr_number}/comparisons", response_model=list[ComparisonOut],

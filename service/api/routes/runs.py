@@ -1,7 +1,9 @@
+from typing import Annotated
+
 from fastapi import APIRouter, HTTPException, Query
 from tewatch.api.deps import ReadConnection
-from tewatch.api.params import Offset, OptionalQueryInt, PathInt
-from tewatch.api.schemas import RunDetail, RunPage
+from tewatch.api.params import Offset, OptionalQueryInt, OptionalQueryTime, PathInt
+from tewatch.api.schemas import RunDetail, RunPage, RunResultPage
 from tewatch.store import queries
 
 router = APIRouter(tags=["runs"])
@@ -15,11 +17,15 @@ def list_runs(
     machine: str | None = None,
     commit: str | None = Query(None, description="commit sha or a prefix of it"),
     pr: OptionalQueryInt = None,
+    since: Annotated[OptionalQueryTime, Query(description="runs started at or after this time (ISO 8601)")] = None,
+    until: Annotated[OptionalQueryTime, Query(description="runs started before this time (ISO 8601)")] = None,
     limit: int = Query(50, ge=1, le=1000),
     offset: Offset = 0,
 ):
+    """Runs, newest first. A run's start is asv's, or its upload time where asv recorded none."""
     page = queries.list_runs(
-        conn, branch=branch, gpu=gpu, machine=machine, commit=commit, pr_number=pr, limit=limit, offset=offset
+        conn, branch=branch, gpu=gpu, machine=machine, commit=commit, pr_number=pr, since=since, until=until,
+        limit=limit, offset=offset,
     )
     return RunPage(**page.__dict__)
 
@@ -30,3 +36,17 @@ def get_run(run_id: PathInt, conn: ReadConnection):
     if run is None:
         raise HTTPException(404, f"no run {run_id}")
     return run
+
+
+@router.get("/api/v1/runs/{run_id}/results", response_model=RunResultPage)
+def get_run_results(
+    run_id: PathInt,
+    conn: ReadConnection,
+    limit: int = Query(1000, ge=1, le=10000),
+    offset: Offset = 0,
+    samples: bool = Query(True, description="include every sample of every result"),
+):
+    """Every result of a run with its case's labels, samples, verdict and GPU state, a page at a time."""
+    if not queries.run_exists(conn, run_id):
+        raise HTTPException(404, f"no run {run_id}")
+    return RunResultPage(**queries.run_results(conn, run_id, limit=limit, offset=offset, with_samples=samples).__dict__)
