@@ -133,6 +133,9 @@ COMPARISONS: Spec = (
     ("n_head", "int"),
     ("between_run_sigma", "float"),
     ("noise_source", "cat"),
+    ("rounds", "int"),
+    ("modes", "json"),
+    ("primary", "bool"),
     ("min_effect", "float"),
     ("detector_version", "cat"),
 )
