@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
+
 from tewatch.api.deps import get_engine, read_access
 
 

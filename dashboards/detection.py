@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
+
 from tewatch.detect.changepoint import detect_change_points
 from tewatch.detect.config import ChangePointConfig
 from tewatch.detect.direction import direction_of

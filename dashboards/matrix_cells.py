@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from markupsafe import Markup, escape
+
 from tewatch.dashboards.queries import MatrixCell, MatrixRow
 from tewatch.dashboards.status import css_class
 from tewatch.dashboards.templating import breakable, format_ratio, format_value

@@ -9,6 +9,7 @@ import io
 
 import matplotlib
 from matplotlib.figure import Figure
+
 from tewatch.dashboards.render_cache import RenderCache
 from tewatch.dashboards.series_chart import ChartData
 

@@ -18,10 +18,12 @@ from functools import cached_property
 
 from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session
+
+from tewatch.core.statuses import FAILING_STATUSES
 from tewatch.dashboards import detection
 from tewatch.dashboards.status import Severity, severity
-from tewatch.core.statuses import FAILING_STATUSES
-from tewatch.pipeline.detection import FAILING as REPORT_FAILING, FixedCase, fixed_cases, is_new_failure, previous_verdicts
+from tewatch.pipeline.detection import FAILING as REPORT_FAILING
+from tewatch.pipeline.detection import FixedCase, fixed_cases, is_new_failure, previous_verdicts
 from tewatch.store.alert_models import Alert, AlertStatusChange, Detection, PrComparison
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.key_lists import in_key_list

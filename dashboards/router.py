@@ -4,6 +4,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
+
 from tewatch.dashboards.routes import alerts, api_docs, cases, matrix, overview, pr, runs, series, static
 from tewatch.dashboards.runtime import compile_templates, frozen_heap
 

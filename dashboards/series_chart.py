@@ -13,6 +13,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from sqlalchemy.orm import Session
+
 from tewatch.dashboards import detection, queries
 from tewatch.dashboards.queries import SeriesHeader, SeriesPoint
 from tewatch.detect.environment import environment_changes

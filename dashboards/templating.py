@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
+
 from tewatch.dashboards.status import css_class
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"

@@ -36,6 +36,7 @@ from sqlalchemy import func, select
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from synthetic_history import generate
+
 from tewatch.store.database import make_engine
 from tewatch.store.migrate import upgrade
 from tewatch.store.models import Case, Machine, Result, Run, Series
@@ -59,6 +60,7 @@ def fill_suites(url: str, results: int, console: Console) -> None:
 
 def fill_wide(url: str, results: int, console: Console) -> None:
     from bench_store import UploadFactory
+
     from tewatch.ingest.service import ingest_bundle
 
     upgrade(url)

@@ -14,6 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+
 from tewatch.detect.changepoint import detect_change_points
 from tewatch.detect.noise import H200_PROFILES
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
+
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.fingerprints import case_id
 from tewatch.ingest.service import ingest_bundle

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+
 from tewatch.detect.compare import ComparePair, CompareVerdict, Side, compare_sweep
 from tewatch.ingest.asv_files import samples_by_case
 

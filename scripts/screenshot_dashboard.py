@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 from playwright.sync_api import sync_playwright
+
 from tewatch.campaign.service_process import ServiceProcess
 
 PAGES = {"overview": "/", "matrix": "/matrix", "pr-1": "/pr/1", "alerts": "/alerts", "runs": "/runs",

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, insert, select
+
 from tewatch.ingest.latest import update_latest_verdicts
 from tewatch.store.database import make_engine
 from tewatch.store.migrate import upgrade_engine

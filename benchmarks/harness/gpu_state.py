@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ctypes
 import importlib.metadata
-import platform
 import os
+import platform
 from typing import Any
 
 # nvmlClocksEventReasons bits (named "throttle reasons" in older NVML)
@@ -131,9 +131,9 @@ def cublaslt_version() -> str:
         handle.cublasLtGetVersion.restype = ctypes.c_size_t
         return str(handle.cublasLtGetVersion())
     try:
-        import nvidia.cublas  # the pip wheel torch depends on
-
         from pathlib import Path
+
+        import nvidia.cublas  # the pip wheel torch depends on
 
         for path in sorted(Path(nvidia.cublas.__path__[0], "lib").glob("libcublasLt.so*")):
             handle = ctypes.CDLL(str(path))

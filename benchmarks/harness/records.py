@@ -13,7 +13,7 @@ import os
 import tempfile
 import traceback
 from dataclasses import dataclass, field
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 

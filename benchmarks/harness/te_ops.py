@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import torch
+
 # the ratio of an NVFP4 global amax to the FP32 decode scale: 6 (E2M1 max) * 448 (E4M3 max)
 NVFP4_GLOBAL = 6.0 * 448.0
 

@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
+
 from tewatch.dashboards import detection
 from tewatch.dashboards.deps import get_session
 from tewatch.dashboards.routes.common import error_page, render

@@ -7,6 +7,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.openapi.docs import swagger_ui_default_parameters
 from fastapi.responses import HTMLResponse
+
 from tewatch.dashboards.security import SecureHeadersRoute
 from tewatch.dashboards.templating import templates
 

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
+
 from tewatch.api.params import PathInt
 from tewatch.dashboards import queries
 from tewatch.dashboards.deps import get_session

@@ -11,6 +11,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 from sqlalchemy.orm import Session
+
 from tewatch.dashboards.queries import Filters, store_state
 from tewatch.dashboards.render_cache import RenderCache
 from tewatch.dashboards.templating import format_time, templates

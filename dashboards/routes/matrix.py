@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
+
 from tewatch.dashboards import queries
 from tewatch.dashboards.deps import get_session
 from tewatch.dashboards.matrix_cells import row_cells

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
+
 from tewatch.dashboards import queries
 from tewatch.dashboards.deps import get_session
 from tewatch.dashboards.routes.common import (

@@ -8,6 +8,7 @@ import orjson
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.orm import Session
+
 from tewatch.api.params import OptionalQueryInt, PathInt
 from tewatch.dashboards import queries, series_chart
 from tewatch.dashboards.deps import get_session

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 from starlette.staticfiles import StaticFiles
+
 from tewatch.dashboards.security import SecureHeadersRoute
 from tewatch.dashboards.templating import STATIC_DIR
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from sqlalchemy import Engine, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
+
 from tewatch.alerts.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, sign
 from tewatch.store.alert_models import DeliveryStatus, WebhookAttempt, WebhookDelivery
 from tewatch.store.database import WRITE_TRANSACTION, session_factory

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+
 from tewatch.store.alert_models import WebhookDelivery, WebhookEvent, WebhookSubscription
 
 

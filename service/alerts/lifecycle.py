@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, AlertStatusChange
 
 ALLOWED = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import case, select
 from sqlalchemy.orm import Session
+
 from tewatch.store.alert_models import (
     Alert,
     AlertKind,

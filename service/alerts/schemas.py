@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
 from tewatch.store.alert_models import AlertStatus
 from tewatch.store.limits import text_problem
 

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 from fastapi import FastAPI
 from sqlalchemy import Engine
+
 from tewatch.alerts.delivery import DeliveryPolicy, OutboxWorker
 from tewatch.core.settings import Settings
 

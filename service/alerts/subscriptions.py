@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+
 from tewatch.alerts.events import EVENT_TYPES
 from tewatch.store.alert_models import WebhookSubscription
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+
 from tewatch import __version__
 from tewatch.alerts.service_hooks import delivery_worker
 from tewatch.api.errors import RefuseNul, install_error_handlers

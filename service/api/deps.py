@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 from sqlalchemy import Connection, Engine
+
 from tewatch.core.settings import Settings
 from tewatch.store.tokens import token_is_valid
 

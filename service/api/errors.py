@@ -7,6 +7,7 @@ from urllib.parse import parse_qsl
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+
 from tewatch.ingest.errors import IngestError
 
 

@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import Path, Query
 from pydantic import AfterValidator
+
 from tewatch.store.limits import INT32_MAX, INT32_MIN, INT64_MAX, time_problem
 
 

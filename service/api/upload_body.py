@@ -7,6 +7,7 @@ from datetime import datetime
 from fastapi import HTTPException, Request, status
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request as StarletteRequest
+
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.errors import IngestError
 from tewatch.store.limits import INT32_MAX, int_problem, max_chars, text_problem, time_problem

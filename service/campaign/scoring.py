@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import Engine, select
+
 from tewatch.store.alert_models import PrComparison
 from tewatch.store.database import session_factory
 from tewatch.store.models import Benchmark, Case, Series

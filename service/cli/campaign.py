@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.table import Table
+
 from tewatch.cli.app import app
 from tewatch.cli.options import DatabaseOption, fail, settings_for
 
@@ -85,6 +86,7 @@ def demo(
     """Load the bundled real H200 results, run the CPU reference suites once, add them, detect, and
     serve the dashboard on HOST:PORT."""
     import uvicorn
+
     from tewatch.api.app import create_app
     from tewatch.campaign.demo import prepare_demo
     from tewatch.pipeline.detection import detect_branch

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 from rich.progress import Progress
+
 from tewatch.cli.app import app
 from tewatch.cli.options import DatabaseOption, fail, settings_for
 
@@ -40,6 +41,7 @@ def revision_command(
 ) -> None:
     """Autogenerate a migration from the models against an up-to-date database (for developers)."""
     from alembic import command
+
     from tewatch.store.migrate import alembic_config, upgrade
 
     url = settings_for(db).database_url

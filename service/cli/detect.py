@@ -7,6 +7,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
 from tewatch.cli.app import app
 from tewatch.cli.options import DatabaseOption, fail, settings_for
 
@@ -24,6 +25,7 @@ def detect_command(
     """Run change-point detection over every series of BRANCH; new regressions become alerts and
     regression.detected webhook events (delivered by the service or `tewatch webhooks deliver`)."""
     from sqlalchemy.exc import OperationalError, ProgrammingError
+
     from tewatch.pipeline.detection import detect_branch
     from tewatch.store.database import make_engine
 
@@ -100,6 +102,7 @@ def eval_detector_command(
 
 def evaluation_table(evaluation, detectors: list[str], tolerance: int) -> Table:
     import numpy as np
+
     from tewatch.detect.evaluation import combined
     from tewatch.detect.noise import H200_PROFILES
 

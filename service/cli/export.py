@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from tewatch.cli.app import app
 from tewatch.cli.options import fail
 

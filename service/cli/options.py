@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+
 from tewatch.core.settings import Settings
 
 DatabaseOption = Annotated[

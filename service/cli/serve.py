@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 import uvicorn
+
 from tewatch.cli.app import app
 from tewatch.cli.options import DatabaseOption, settings_for
 from tewatch.store.migrate import upgrade

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+
 from tewatch.cli.app import app
 from tewatch.cli.options import DatabaseOption, fail, settings_for
 

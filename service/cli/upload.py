@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from tewatch.cli.app import app
 from tewatch.cli.options import fail
 
@@ -70,9 +71,10 @@ def upload(
     backoff, up to --attempts tries and --retry-for seconds; any other 4xx is final. The service stores the
     same files only once, so a retried upload never lands twice."""
     import httpx
-    from stamina.instrumentation import get_on_retry_hooks, set_on_retry_hooks
     from rich.console import Console
     from rich.progress import Progress
+    from stamina.instrumentation import get_on_retry_hooks, set_on_retry_hooks
+
     from tewatch.ingest.discover import DiscoveryError, find_runs
 
     if (pr is None) != (base is None):

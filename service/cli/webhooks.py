@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+
 from tewatch.cli.app import app
 from tewatch.cli.options import DatabaseOption, fail, settings_for
 
@@ -34,6 +35,7 @@ def add(
 ) -> None:
     """Subscribe URL to event types."""
     from sqlalchemy.orm import Session
+
     from tewatch.alerts.events import EVENT_TYPES
     from tewatch.alerts.subscriptions import SubscriptionError, add_subscription
 
@@ -51,6 +53,7 @@ def list_command(db: DatabaseOption = None) -> None:
     """Active subscriptions with their delivery counts."""
     from sqlalchemy import func, select
     from sqlalchemy.orm import Session
+
     from tewatch.alerts.subscriptions import active_subscriptions
     from tewatch.store.alert_models import WebhookDelivery
 
@@ -72,6 +75,7 @@ def list_command(db: DatabaseOption = None) -> None:
 def remove(subscription_id: int = typer.Argument(...), db: DatabaseOption = None) -> None:
     """Stop deliveries to a subscription (its delivery log stays)."""
     from sqlalchemy.orm import Session
+
     from tewatch.alerts.subscriptions import SubscriptionError, remove_subscription
 
     with Session(_engine(db)) as session, session.begin():

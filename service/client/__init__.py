@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any
 
 import httpx
+
 from tewatch.client import frames
 from tewatch.client._http import ClientError, Http
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
+
 from tewatch.client import Client
 
 FORMATS = ("parquet", "csv")

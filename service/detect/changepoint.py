@@ -41,6 +41,7 @@ from functools import lru_cache
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import ArrayLike
+
 from tewatch.detect.config import ChangePointConfig
 
 _MAD_TO_SIGMA_OF_DIFFS = 1.0 / (0.6744897501960817 * np.sqrt(2.0))

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
+
 from tewatch.detect.config import CompareConfig
 from tewatch.detect.direction import Direction, direction_of
 from tewatch.detect.fdr import benjamini_hochberg

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from tewatch.detect.changepoint import detect_change_points
 from tewatch.detect.config import ChangePointConfig
 from tewatch.detect.noise import H200_PROFILES, NoiseProfile

@@ -10,6 +10,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, literal, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
 from tewatch.store.models import LatestBranchVerdict, LatestVerdict, Verdict
 
 

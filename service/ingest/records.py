@@ -19,6 +19,7 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
+
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.jsonfile import load_json_object
 from tewatch.store.limits import INT32_MAX, int_problem, json_problem, max_chars, time_problem

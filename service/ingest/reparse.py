@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sqlalchemy import Engine, select
+
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.store import case_archive
 from tewatch.store.models import Commit, RawFile, Run, RunFile

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, DateTime, Float, Integer, String, Table
+
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.plan import CasePlan, PlannedVerdict, RunPlan
 from tewatch.store.limits import (

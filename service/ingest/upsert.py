@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Connection, Table, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
 from tewatch.store.key_lists import in_key_list
 
 CHUNK = 500

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, select, update
+
 from tewatch.ingest.fingerprints import sha256_hex
 from tewatch.ingest.latest import update_latest_verdicts
 from tewatch.ingest.plan import PlannedResult, PlannedVerdict, RunPlan

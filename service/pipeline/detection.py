@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
+
 from tewatch.alerts.events import EventType, emit
-from tewatch.core.statuses import FAILING_STATUSES
 from tewatch.alerts.lifecycle import change_status, open_alert
 from tewatch.alerts.markdown import CorrectnessRow, FixedRow, PrReport, TimingRow, render_pr_report
+from tewatch.core.statuses import FAILING_STATUSES
 from tewatch.detect.changepoint import ChangePoint, clip_outliers, detect_change_points, robust_sigma
 from tewatch.detect.compare import (
     ComparePair,
@@ -27,8 +28,8 @@ from tewatch.detect.compare import (
 from tewatch.detect.config import ChangePointConfig, CompareConfig
 from tewatch.detect.direction import Direction, direction_of
 from tewatch.detect.environment import environment_shift
-from tewatch.pipeline.history import History, SeriesInfo, branch_histories, series_infos
 from tewatch.detect.version import DETECTOR_VERSION
+from tewatch.pipeline.history import History, SeriesInfo, branch_histories, series_infos
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, Detection, PrComparison
 from tewatch.store.database import WRITE_TRANSACTION, session_factory
 from tewatch.store.models import (

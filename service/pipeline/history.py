@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+
 from tewatch.detect.ratios import Measured, paired_ratios
 from tewatch.store.models import (
     Benchmark,

@@ -23,6 +23,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
+
 from tewatch.store.models import Base, _enum, utcnow
 
 

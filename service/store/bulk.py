@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import JSON, Connection, Table
+
 from tewatch.store.database import json_text
 
 Processor = Callable[[Any], Any]

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 import orjson
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
+
 from tewatch.core.settings import normalise_database_url
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000

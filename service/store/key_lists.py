@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import JSON, ColumnElement, Connection, Text, bindparam, cast, func, select
+
 from tewatch.store.database import json_text
 
 

@@ -9,6 +9,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
+
 from tewatch.core.settings import normalise_database_url
 from tewatch.store.database import make_engine
 

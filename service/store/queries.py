@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, and_, func, select
 from sqlalchemy.orm import aliased
+
 from tewatch.store import case_archive
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.key_lists import in_key_list

@@ -7,6 +7,7 @@ import secrets
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, Engine, select, update
+
 from tewatch.store.models import ApiToken
 
 TOKEN_PREFIX = "tw_"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy.orm import Session
+
+from tests.conftest import start_server, stop_server
 from tewatch.alerts.lifecycle import open_alert
 from tewatch.store.alert_models import AlertKind
 from tewatch.store.database import make_engine
-
-from tests.conftest import start_server, stop_server
 
 
 @pytest.fixture

@@ -9,15 +9,15 @@ from collections import Counter
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
+
+from tests.alerts.receiver import Receiver
+from tests.conftest import free_port
 from tewatch.alerts.delivery import UNSENDABLE, DeliveryPolicy, OutboxWorker
 from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.signing import sign, verify
 from tewatch.alerts.subscriptions import SubscriptionError, add_subscription
 from tewatch.store.alert_models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookSubscription
 from tewatch.store.database import make_engine
-
-from tests.alerts.receiver import Receiver
-from tests.conftest import free_port
 
 SECRET = "s3cret-for-the-receiver"
 FAST = DeliveryPolicy(timeout_seconds=2, max_attempts=8, backoff_seconds=0.05, backoff_max_seconds=0.2,

@@ -7,13 +7,13 @@ from collections import Counter
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+
+from tests.alerts.receiver import Receiver
+from tests.conftest import start_server, stop_server
 from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.subscriptions import add_subscription
 from tewatch.store.alert_models import DeliveryStatus, WebhookDelivery
 from tewatch.store.database import make_engine
-
-from tests.alerts.receiver import Receiver
-from tests.conftest import start_server, stop_server
 
 SECRET = "restart-test-secret-value"
 

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 import pytest
 from sqlalchemy import text
+
+from tests.conftest import FIXTURES, REPO_ROOT, LiveServer, served_sqlite
+from tests.service.uploads import parts_of, post_run
 from tewatch.campaign.demo import BUNDLED_HISTORY
 from tewatch.ingest.discover import find_runs
 from tewatch.store.alert_models import Detection
 from tewatch.store.database import make_engine, write_connection
-
-from tests.conftest import FIXTURES, REPO_ROOT, LiveServer, served_sqlite
-from tests.service.uploads import parts_of, post_run
 
 PR_NUMBER = 1
 PR_HEAD = FIXTURES / "h200-campaign" / "head-results"

@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 import pandas as pd
 import pytest
-import tewatch.client as client_module
-from tewatch.client import Client, ClientError, frames
 
+import tewatch.client as client_module
 from tests.conftest import REPO_ROOT, free_port
+from tewatch.client import Client, ClientError, frames
 
 DTYPES = {"int": "Int64", "float": "float64", "str": "string", "cat": "category", "time": "datetime64[ns, UTC]",
           "bool": "boolean", "json": "string"}

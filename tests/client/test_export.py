@@ -8,9 +8,9 @@ import sys
 
 import pandas as pd
 import pytest
-from tewatch.client import Client
 
 from tests.conftest import free_port
+from tewatch.client import Client
 
 CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 

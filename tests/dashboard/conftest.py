@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from tewatch.dashboards.queries import matrix_column
-from tewatch.ingest.discover import RunFiles
 
 from tests.conftest import FIXTURES, REPO_ROOT, LiveServer, served_sqlite
 from tests.service.uploads import all_fixture_runs, parts_of, post_run
+from tewatch.dashboards.queries import matrix_column
+from tewatch.ingest.discover import RunFiles
 
 CHROMIUM = Path(os.environ.get("TEWATCH_CHROMIUM", "/usr/bin/chromium"))
 SCREENSHOTS = REPO_ROOT / "test-output" / "screenshots"

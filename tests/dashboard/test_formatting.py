@@ -1,4 +1,5 @@
 import pytest
+
 from tewatch.dashboards.series_chart import gpu_summary
 from tewatch.dashboards.templating import breakable, format_value
 

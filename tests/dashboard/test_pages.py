@@ -6,10 +6,10 @@ import json
 import re
 
 import httpx
-from tewatch.dashboards.routes.overview import PER_PAGE
 
 from tests.dashboard.conftest import H200_FIXTURES, MARKUP, PR_NUMBER, PR_ONLY_EXCEPTION, screenshot
 from tests.dashboard.expectations import FAILURES, expected_matrix, latest_records
+from tewatch.dashboards.routes.overview import PER_PAGE
 
 SEVERITY_OF_STATUS = {"error": 0, "fail_accuracy": 0, "timeout": 0, "oom": 0, "pass": 3, "": 4, "unsupported": 5}
 

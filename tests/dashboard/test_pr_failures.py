@@ -57,6 +57,7 @@ def _failing(parts: dict) -> int:
 
 def _failing_verdicts(db_url: str, run_id: int) -> int:
     from sqlalchemy import func, select
+
     from tewatch.store.database import make_engine
     from tewatch.store.models import Verdict
 
@@ -142,6 +143,7 @@ def _poll(read, tries: int = 100):
 
 def _pr_report(db_url: str, pr_number: int) -> dict | None:
     from sqlalchemy import select
+
     from tewatch.store.alert_models import WebhookEvent
     from tewatch.store.database import make_engine
 

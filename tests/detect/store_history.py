@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from sqlalchemy.orm import Session
+
 from tewatch.store.models import (
     Benchmark,
     Case,

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+
 from tewatch.detect.changepoint import (
     critical_z,
     detect_change_points,

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+
 from tewatch.detect.compare import CompareVerdict, NoiseSource, compare_sweep
 from tewatch.detect.config import CompareConfig
 from tewatch.detect.fdr import benjamini_hochberg

@@ -1,6 +1,7 @@
 """Comparisons on A/B rounds, multi-modal samples, and the single-run family estimate of small families."""
 
 import numpy as np
+
 from tewatch.detect.compare import ComparePair, CompareVerdict, NoiseSource, Side, compare_sweep
 from tewatch.detect.modes import sample_modes
 

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+
 from tewatch.detect.config import ChangePointConfig
 from tewatch.detect.evaluation import asv_detector, combined, evaluate, tewatch_detector
 from tewatch.detect.noise import H200_PROFILES

@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from tewatch.alerts.markdown import CorrectnessRow, FixedRow, PrReport, TimingRow, render_pr_report
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

@@ -7,6 +7,8 @@ import json
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+
+from tests.detect.store_history import StoreHistory
 from tewatch.alerts.subscriptions import add_subscription
 from tewatch.pipeline.detection import detect_after_upload, detect_branch
 from tewatch.store.alert_models import (
@@ -20,8 +22,6 @@ from tewatch.store.alert_models import (
 )
 from tewatch.store.database import make_engine
 from tewatch.store.models import VerdictStatus
-
-from tests.detect.store_history import StoreHistory
 
 URL = "https://tewatch.example"
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from sqlalchemy import select
+
+from tests.service.uploads import bundle_of, tiny_run
 from tewatch.ingest.plan import build_plan
 from tewatch.ingest.service import ingest_bundle
 from tewatch.ingest.writer import RESULT_COLUMNS, VERDICT_COLUMNS
 from tewatch.store.database import make_engine, write_connection
 from tewatch.store.models import Case, Result, Series, Verdict
-
-from tests.service.uploads import bundle_of, tiny_run
 
 
 def _stored(conn, table, columns, run_id) -> list[tuple]:

@@ -6,10 +6,10 @@ import gzip
 import hashlib
 
 import pytest
-from tewatch.store import case_archive
-from tewatch.store.case_archive import CaseArchiveError
 
 from tests.service.uploads import parts_of, tiny_run
+from tewatch.store import case_archive
+from tewatch.store.case_archive import CaseArchiveError
 
 ODD_FILES = [
     ("b.json", b'{"message": "na\\u00efve \xc3\xa9l\xc3\xa8ve \\n tab\\t"}\r\n'),

@@ -5,10 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from tests.service.uploads import TINY
 from tewatch.store.database import make_engine
 from tewatch.store.tokens import token_is_valid
-
-from tests.service.uploads import TINY
 
 CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 

@@ -20,13 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from tewatch.store.database import make_engine, write_connection
-from tewatch.store.queries import store_counts
-
 from tests.conftest import REPO_ROOT
 from tests.service import hostile
 from tests.service.hostile import SENTINEL, Site
 from tests.service.uploads import parts_of, post_run, tiny_run
+from tewatch.store.database import make_engine, write_connection
+from tewatch.store.queries import store_counts
 
 EXAMPLES = 50  # per kind and database: the file takes about 35 s on two busy cores, both databases
 HOSTILE = settings(

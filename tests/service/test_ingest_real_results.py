@@ -7,14 +7,13 @@ import json
 import math
 
 import pytest
-
 from sqlalchemy import create_engine, text
 
+from tests.conftest import FIXTURES
+from tests.service.uploads import TINY, all_fixture_runs, parts_of, post_run, tiny_run
 from tewatch.campaign.demo import load_results
 from tewatch.runner import results as asv_results
 from tewatch.store.migrate import upgrade
-from tests.conftest import FIXTURES
-from tests.service.uploads import TINY, all_fixture_runs, parts_of, post_run, tiny_run
 
 
 def expected_rows(run) -> tuple[int, int]:

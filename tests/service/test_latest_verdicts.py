@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from sqlalchemy import text
+
+from tests.service.uploads import bundle_of, tiny_run
 from tewatch.ingest.latest import update_latest_verdicts
 from tewatch.ingest.service import ingest_bundle
 from tewatch.store import queries
 from tewatch.store.database import make_engine, write_connection
-
-from tests.service.uploads import bundle_of, tiny_run
 
 # the newest verdict of every case, straight from the verdicts (what the tables must always say)
 NEWEST = """

@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 
 from sqlalchemy import inspect, text
+
+from tests.service.uploads import bundle_of, tiny_run
 from tewatch.ingest.reparse import stored_bundles
 from tewatch.ingest.service import ingest_bundle
 from tewatch.store import queries
 from tewatch.store.database import make_engine
 from tewatch.store.migrate import current_revision, downgrade, upgrade
-
-from tests.service.uploads import bundle_of, tiny_run
 
 BEFORE = "0002_detection_alerts"
 

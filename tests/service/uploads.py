@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.conftest import fixture_results_dirs
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.discover import RunFiles, find_runs
-
-from tests.conftest import fixture_results_dirs
 
 TINY = Path(__file__).resolve().parent.parent / "fixtures" / "asv-tiny" / "results"
 

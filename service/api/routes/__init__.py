@@ -1,6 +1,7 @@
 """Every router the app includes; another part of the service adds its own with one line."""
 
 from fastapi import APIRouter
+
 from tewatch.api.routes import (
     alerts,
     catalog,

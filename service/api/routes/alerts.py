@@ -2,6 +2,7 @@ from typing import Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 from sqlalchemy.orm import Session
+
 from tewatch.alerts import queries
 from tewatch.alerts.lifecycle import TransitionError, change_status
 from tewatch.alerts.schemas import AlertDetailOut, AlertOut, StatusChangeIn

@@ -1,4 +1,5 @@
 from fastapi import APIRouter, Query
+
 from tewatch.api.deps import ReadConnection
 from tewatch.api.params import Offset
 from tewatch.api.schemas import BenchmarkEntry, CasePage, CommitPage, MachineEntry

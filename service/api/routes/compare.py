@@ -1,4 +1,5 @@
 from fastapi import APIRouter, HTTPException
+
 from tewatch.api.deps import ReadConnection
 from tewatch.api.params import QueryInt
 from tewatch.api.schemas import Comparison

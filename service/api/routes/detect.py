@@ -1,6 +1,7 @@
 from fastapi import APIRouter, Depends, Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
+
 from tewatch.alerts import queries
 from tewatch.alerts.schemas import ComparisonOut, DetectIn, DetectionOut, DetectOut
 from tewatch.api.deps import get_engine, get_settings, read_access, require_token

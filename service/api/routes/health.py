@@ -1,6 +1,7 @@
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
+
 from tewatch import __version__
 from tewatch.api.schemas import Health
 from tewatch.store.migrate import current_revision

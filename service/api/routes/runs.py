@@ -1,6 +1,7 @@
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
+
 from tewatch.api.deps import ReadConnection
 from tewatch.api.params import Offset, OptionalQueryInt, OptionalQueryTime, PathInt
 from tewatch.api.schemas import RunDetail, RunPage, RunResultPage

@@ -1,4 +1,5 @@
 from fastapi import APIRouter, HTTPException, Query
+
 from tewatch.api.deps import ReadConnection
 from tewatch.api.params import PathInt
 from tewatch.api.schemas import SeriesAnswer

@@ -3,6 +3,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response, status
 from starlette.concurrency import run_in_threadpool
+
 from tewatch.alerts.service_hooks import detect_after_upload_task
 from tewatch.api.deps import get_engine, get_settings, require_token
 from tewatch.api.schemas import ErrorAnswer, UploadAnswer

@@ -1,6 +1,7 @@
 from typing import Literal
 
 from fastapi import APIRouter
+
 from tewatch.api.deps import ReadConnection
 from tewatch.api.schemas import LatestVerdict
 from tewatch.store import queries

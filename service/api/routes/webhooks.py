@@ -2,6 +2,7 @@ from datetime import UTC, datetime
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from sqlalchemy.orm import Session
+
 from tewatch.alerts import queries
 from tewatch.alerts.schemas import DeliveryOut, SubscriptionIn, SubscriptionOut
 from tewatch.alerts.subscriptions import (

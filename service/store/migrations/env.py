@@ -5,6 +5,7 @@ import importlib.util
 
 from alembic import context
 from sqlalchemy import pool
+
 from tewatch.store.database import make_engine
 from tewatch.store.models import Base
 

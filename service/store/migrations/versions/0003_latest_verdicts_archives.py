@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from alembic import op
+
 from tewatch.store import case_archive
 
 revision: str = "0003_latest_verdicts_archives"
