@@ -141,17 +141,15 @@ class Campaign:
     def _measure_rounds(self) -> dict[str, Path]:
         """Base, head (and the A/A arm) in interleaved rounds; side name -> its results folder."""
         perturbed = {"TEWATCH_PERTURB": self.opts.perturb} if self.opts.perturb else {}
-        base_commit = self.opts.base_commit
-        arms = [("base", {}, base_commit), ("head", perturbed, self.opts.perturb)]
+        arms = [("base", {}, ""), ("head", perturbed, self.opts.perturb)]
         if self.opts.aa:
             arms.append(("aa", {}, "aa"))
+        # every arm runs under the base's commit (TE's, or --base-commit); the heads are filed apart below
         sides = [(name, RunOptions(project=self.opts.project, profile=self.opts.profile,
                                    backends=self.opts.backends, bench=self.opts.bench,
-                                   results_dir=self.opts.out / f"{name}-results",
-                                   commit=base_commit if name == "base" or base_commit is None
-                                   else head_commit_for(base_commit, change),
+                                   results_dir=self.opts.out / f"{name}-results", commit=self.opts.base_commit,
                                    extra_env=env))
-                 for name, env, change in arms]
+                 for name, env, _ in arms]
         outcome = self._timed(f"A/B rounds ({', '.join(n for n, _, _ in arms)})",
                               lambda: run_ab(sides, self.opts.rounds, self.opts.deadline_s, self.say))
         self.summary.rounds = outcome.rounds

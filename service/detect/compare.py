@@ -153,10 +153,6 @@ class _RoundDifferences:
     dof: float
     rounds: int
     paired: bool
-    base_variance: float = 0.0  # unpaired: each side's variance of its round levels
-    head_variance: float = 0.0
-    base_rounds: int = 0
-    head_rounds: int = 0
     differences: tuple[float, ...] = ()  # paired: each round's log ratio
 
 
@@ -182,7 +178,7 @@ def round_differences(pair: ComparePair, min_samples: int) -> _RoundDifferences 
     vb, vh = float(b.var(ddof=1)), float(h.var(ddof=1))
     pooled = ((len(b) - 1) * vb + (len(h) - 1) * vh) / (len(b) + len(h) - 2)
     return _RoundDifferences(float(h.mean() - b.mean()), 2 * pooled, len(b) + len(h) - 2.0,
-                             min(len(b), len(h)), False, vb, vh, len(b), len(h))
+                             min(len(b), len(h)), False)
 
 
 def _family_round_prior(found: Sequence[_RoundDifferences | None], families: Sequence[str | None],
@@ -207,10 +203,11 @@ def _family_round_prior(found: Sequence[_RoundDifferences | None], families: Seq
     return priors
 
 
-def without_outlier_rounds(rounds: _RoundDifferences, differences: np.ndarray, prior_variance: float,
+def without_outlier_rounds(rounds: _RoundDifferences, prior_variance: float,
                            config: CompareConfig) -> _RoundDifferences:
     """Paired rounds less those whose difference lies further than outlier_k prior sigmas from the
     median round (an outlying process, not the change), keeping at least two rounds."""
+    differences = np.array(rounds.differences)
     if len(differences) < 3 or prior_variance <= 0:
         return rounds
     distance = np.abs(differences - np.median(differences))
@@ -218,7 +215,8 @@ def without_outlier_rounds(rounds: _RoundDifferences, differences: np.ndarray, p
     if keep.all() or keep.sum() < 2:
         return rounds
     kept = differences[keep]
-    return _RoundDifferences(float(kept.mean()), float(kept.var(ddof=1)), len(kept) - 1.0, len(kept), True)
+    return _RoundDifferences(float(kept.mean()), float(kept.var(ddof=1)), len(kept) - 1.0, len(kept), True,
+                             differences=tuple(float(x) for x in kept))
 
 
 def rounds_shift(rounds: _RoundDifferences, prior: tuple[float, float] | None, config: CompareConfig) -> _Shift:
@@ -353,7 +351,7 @@ def compare_sweep(
     rounds = [round_differences(p, config.min_samples) for p in items]
     priors = _family_round_prior(rounds, families, config)
     rounds = [r if r is None or not r.paired or f not in priors
-              else without_outlier_rounds(r, np.array(r.differences), priors[f][0], config)
+              else without_outlier_rounds(r, priors[f][0], config)
               for r, f in zip(rounds, families)]
     family_sigmas = family_between_run_sigmas(
         [c for c, r in zip(cleaned, rounds) if r is None], [f for f, r in zip(families, rounds) if r is None],

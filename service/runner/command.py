@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from tewatch.runner.rounds import run_ab
-from tewatch.runner.suite import BACKENDS, RunError, RunOptions, run_suite
+from tewatch.runner.suite import BACKENDS, RunError, RunOptions, default_results_dir, run_suite
 
 DEFAULT_ROUNDS = 3
 
@@ -85,7 +85,7 @@ def _run_ab(console: Console, base: RunOptions, rounds: int, head_python: str | 
     if head_python is None and not extra:
         console.print("[red]tewatch run: --ab needs --head-python or --head-env[/]", highlight=False)
         raise typer.Exit(2)
-    folder = (base.results_dir or base.project / ".asv" / "results").resolve()
+    folder = (base.results_dir or default_results_dir(base.project)).resolve()
     base_opts = replace(base, results_dir=folder / "base")
     head_opts = replace(base, results_dir=folder / "head", python=head_python or base.python,
                         extra_env=extra, commit=head_commit)

@@ -44,6 +44,7 @@ class _Side:
     outcome: RunOutcome | None = None
     # (benchmark or metric series, case id) -> samples contributed by each round
     sizes: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    lost: set[tuple[str, str]] = field(default_factory=set)  # series whose stored samples asv replaced
     records: dict[str, dict[str, Any]] = field(default_factory=dict)  # case id -> merged record
 
 
@@ -111,11 +112,11 @@ def _run_round(side: _Side, index: int, timed: str | None) -> None:
                 continue
             sizes = side.sizes.setdefault((metric, case_id), [0] * (index - 1))
             sizes.append(len(measured) - sum(sizes))
-    for key, sizes in list(side.sizes.items()):
+    for key, sizes in side.sizes.items():
         if len(sizes) < index:  # a case that did not run this round contributed nothing
             sizes.append(0)
-        if min(sizes) < 0:  # asv replaced the stored samples (a failed round): the rounds are lost
-            side.sizes[key] = [-1]
+        if sizes[-1] < 0:  # asv replaced the stored samples (a failed round): the rounds are lost
+            side.lost.add(key)
     for case_id, record in side.records.items():  # later rounds rewrite the records: keep the merged ones
         (cases / f"{case_id}.json").write_text(json.dumps(record, indent=1, sort_keys=True))
     side.outcome = outcome
@@ -132,8 +133,10 @@ def _append_round(merged: dict[str, Any], fresh: dict[str, Any], index: int) -> 
     if fresh["verdict"]["status"] != merged["verdict"]["status"]:
         notes = merged.setdefault("notes", [])
         notes.append(f"round {index}: {fresh['verdict']['status']} ({fresh['verdict'].get('check', '')})")
-    for name, calls in (fresh.get("perturbations") or {}).items():
-        merged.setdefault("perturbations", {})[name] = merged.get("perturbations", {}).get(name, 0) + calls
+    if fresh.get("perturbations"):
+        counts = merged.setdefault("perturbations", {})
+        for name, calls in fresh["perturbations"].items():
+            counts[name] = counts.get(name, 0) + calls
     merged["recorded_at"] = fresh.get("recorded_at")
 
 
@@ -160,15 +163,15 @@ def _timed_cases_regex(sides: list[_Side]) -> tuple[str | None, float]:
     """asv's --bench regex for the parameter combinations that produced a timing on any side, and their
     share of the base's combinations (at least 0.4: a timed case costs more than a skipped one)."""
     names: set[str] = set()
+    combinations = 0
     for side in sides:
         assert side.outcome is not None
         for name, combo, value, _ in _combinations(results.load(side.outcome.results_file)):
+            combinations += side is sides[0]
             if isinstance(value, float) and value == value:
                 names.add(f"{name}({', '.join(combo)})" if combo else name)
     if not names:
         return None, 0.0
-    assert sides[0].outcome is not None
-    combinations = sum(1 for _ in _combinations(results.load(sides[0].outcome.results_file)))
     share = max(0.4, min(1.0, len(names) / max(combinations, 1)))
     return "^(?:" + "|".join(re.escape(n) for n in sorted(names)) + ")$", share
 
@@ -179,7 +182,7 @@ def _close(side: _Side, session: str, rounds: int, role: str) -> None:
     cases = side.outcome.sidecar / "cases"
     by_case: dict[str, dict[str, list[int]]] = {}
     for (name, case_id), sizes in side.sizes.items():
-        if sum(sizes) > 0 and min(sizes) >= 0:
+        if sum(sizes) > 0 and (name, case_id) not in side.lost:
             by_case.setdefault(case_id, {})[name.rpartition(".")[2]] = sizes
     for path in sorted(cases.glob("*.json")):
         record = json.loads(path.read_text())

@@ -86,6 +86,11 @@ def _load_config(project: Path) -> dict[str, Any]:
     return json5.loads((project / "asv.conf.json").read_text())
 
 
+def default_results_dir(project: Path) -> Path:
+    """asv.conf.json's results folder."""
+    return project / _load_config(project)["results_dir"]
+
+
 def _write_config(opts: RunOptions, results_dir: Path) -> Path:
     """asv.conf.json with absolute paths and the chosen results folder, for `asv --config`."""
     conf = _load_config(opts.project)
@@ -169,7 +174,7 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
     opts.validate()
     started = datetime.now(UTC)
     t0 = time.monotonic()
-    results_dir = (opts.results_dir or opts.project / _load_config(opts.project)["results_dir"]).resolve()
+    results_dir = (opts.results_dir or default_results_dir(opts.project)).resolve()
     results_dir.mkdir(parents=True, exist_ok=True)
 
     env = dict(os.environ)
