@@ -14,9 +14,10 @@
 #      then the distributed suite on both GPUs, world sizes 1 and 2 (`distributed`).
 #   campaign (kind nvidia-h200): the campaign alone, then the harness against do_bench on the idle GPU
 #        (`harness`).
-#   ab (kind nvidia-h200): the emulation's CUDA tests (`cuda_tests`), then an A/B campaign in rounds
-#        (`campaign_ab`): base, head with the four sized slowdowns, and an A/A arm of the base's own code,
-#        interleaved round by round until the deadline, uploaded as pull requests 1 and 2.
+#   ab (kind nvidia-h200): an A/B campaign in rounds (`campaign_ab`): base and head with the four sized
+#        slowdowns, interleaved round by round (three, as the deadline allows), uploaded as pull request 1;
+#        with AB_ARMS=3 also an A/A arm of the base's own code (pull request 2), and with CUDA_TESTS=1 the
+#        emulation's CUDA tests first (`cuda_tests`).
 # `campaign`: the quick profile on TE as installed (its base run, timed as a whole) and, as pull request
 # 1 on the same GPU, again with two documented changes applied at import.
 # Every results folder has its own inductor cache (tewatch run's default), so compile times stay cold.
@@ -64,10 +65,14 @@ plan_campaign() {
 
 plan_ab() {
   compile_threads=$(nproc)
-  CUDA_VISIBLE_DEVICES=0 job cuda_tests python3 -m pytest -q -p no:cacheprovider tests/emulation/test_cuda.py
-  CUDA_VISIBLE_DEVICES=0 job campaign_ab timeout --signal=INT --kill-after=30 1500 \
-    python3 -m tewatch campaign --profile quick --perturb "$perturb_ab" --pr 1 --aa --rounds 3 \
-    --deadline "${AB_DEADLINE:-1250}" --out "$results/campaign_ab"
+  local aa=()
+  [[ ${AB_ARMS:-2} == 3 ]] && aa=(--aa)
+  if [[ ${CUDA_TESTS:-0} == 1 ]]; then
+    CUDA_VISIBLE_DEVICES=0 job cuda_tests python3 -m pytest -q -p no:cacheprovider tests/emulation/test_cuda.py
+  fi
+  CUDA_VISIBLE_DEVICES=0 job campaign_ab timeout --signal=INT --kill-after=30 $((${AB_DEADLINE:-1480} + 150)) \
+    python3 -m tewatch campaign --profile quick --perturb "$perturb_ab" --pr 1 "${aa[@]}" --rounds 3 \
+    --deadline "${AB_DEADLINE:-1480}" --out "$results/campaign_ab"
 }
 
 pack() {

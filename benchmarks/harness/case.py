@@ -20,7 +20,7 @@ from typing import Any
 
 from benchmarks.harness import gates, perturb, records
 from benchmarks.harness.profiles import Profile, current_profile
-from benchmarks.harness.timing import Timing, TimingPlan, kernel_samples, measure
+from benchmarks.harness.timing import Timing, TimingPlan, kernel_call_count, kernel_samples, measure
 
 
 class Unsupported(NotImplementedError):
@@ -62,6 +62,8 @@ class Case(abc.ABC):
     op = ""
     # the check that a failure of `prepare` is filed under
     main_check = "run"
+    # a correctness check whose timing is a by-product: A/B rounds run it once, in round 1
+    one_shot = False
 
     @abc.abstractmethod
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -86,7 +88,7 @@ class Case(abc.ABC):
 
             torch.set_num_threads(profile.cpu_threads)
         name = f"{type(self).__module__.removeprefix('benchmarks.')}.{type(self).__name__}"
-        self.record = records.CaseRecord(case=name, params=p, labels=self.labels(p))
+        self.record = records.CaseRecord(case=name, params=p, labels=self.labels(p), one_shot=self.one_shot)
         # asv joins the output of all params of a benchmark; this line lets `tewatch run` split it
         print(f"{records.CASE_MARKER}{self.record.case_id}", file=sys.stderr, flush=True)
         self.prepared: Prepared | None = None
@@ -139,7 +141,7 @@ class Case(abc.ABC):
         that cannot run here costs the case its kernel time, never its verdict."""
         assert self.prepared is not None
         try:
-            kernels = kernel_samples(self.prepared.fn, plan)
+            kernels = kernel_samples(self.prepared.fn, plan, kernel_call_count(timing.median, plan))
         except Exception as exc:  # noqa: BLE001 - CUPTI unavailable, or busy in another profiler
             self.record.notes.append(f"no kernel time: {type(exc).__name__}: {exc}"[:500])
             return

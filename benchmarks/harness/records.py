@@ -111,6 +111,8 @@ class CaseRecord:
     # perturbation name -> calls of it during the timed samples (TEWATCH_PERTURB runs only)
     perturbations: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # a check timed once as a by-product: A/B rounds do not repeat it
+    one_shot: bool = False
 
     @property
     def case_id(self) -> str:
@@ -144,6 +146,7 @@ class CaseRecord:
             "gpu_state": self.gpu_state,
             **({"perturbations": self.perturbations} if self.perturbations else {}),
             **({"notes": self.notes} if self.notes else {}),
+            **({"one_shot": True} if self.one_shot else {}),
             "recorded_at": utc_now(),
         }
 

@@ -170,6 +170,7 @@ class CaseRecord(Strict):
     gpu_state: GpuState | None = None
     perturbations: dict[str, int] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    one_shot: bool = False  # a check timed once as a by-product: A/B rounds do not repeat it
     # A/B rounds: samples of each round per series of the case ("track_seconds", "kernel_seconds")
     round_sizes: dict[str, list[Annotated[int, Field(ge=0)]]] = Field(default_factory=dict)
     recorded_at: Time | None = None

@@ -4,7 +4,7 @@ Between processes a case's level moves far more than its samples spread within o
 te.Linear by about 14 %, host-bound contract checks by tens of percent), so one process per side cannot
 tell a 10 % change from noise. `run_ab` runs the suites K times per side, base then head in each round
 (B H B H ...): round 1 runs every case (its verdicts are the sides' verdicts), later rounds only the cases
-that produced a timing, each appending its samples to the side's asv results (`asv run --append-samples`)
+that produced a timing, one-shot checks left out, each appending its samples to the side's asv results (`asv run --append-samples`)
 with the side's compile cache warm. Each side ends as one ordinary asv results file with its sidecar;
 the sidecar's case records also say how many samples each round contributed (`round_sizes`) and run.json
 names the session and side (`ab`), so that the service can pair the rounds.
@@ -81,7 +81,7 @@ def run_ab(sides: list[tuple[str, RunOptions]], rounds: int, deadline_s: float |
         if index == 1:
             timed, share = _timed_cases_regex(state)
             if timed is None:
-                say("no case produced a timing in round 1: one round only")
+                say("no case produced a repeatable timing in round 1: one round only")
                 break
     for position, side in enumerate(state):
         _close(side, session, len(per_round), "base" if position == 0 else "head")
@@ -160,14 +160,20 @@ def _sample_counts(data: dict[str, Any], benchmarks: dict[str, Any]) -> list[tup
 
 
 def _timed_cases_regex(sides: list[_Side]) -> tuple[str | None, float]:
-    """asv's --bench regex for the parameter combinations that produced a timing on any side, and their
-    share of the base's combinations (at least 0.4: a timed case costs more than a skipped one)."""
+    """asv's --bench regex for the parameter combinations that produced a timing on any side, one-shot
+    checks left out (their records say `one_shot`), and their share of the base's combinations (at least
+    0.4: a timed case costs more than a skipped one)."""
     names: set[str] = set()
     combinations = 0
     for side in sides:
         assert side.outcome is not None
-        for name, combo, value, _ in _combinations(results.load(side.outcome.results_file)):
+        data = results.load(side.outcome.results_file)
+        benchmarks = results.load(side.outcome.results_file.parent.parent / "benchmarks.json")
+        cases = results.iter_case_results(data, benchmarks)
+        for (name, combo, value, _), case in zip(_combinations(data), cases, strict=True):
             combinations += side is sides[0]
+            if side.records.get(case.case_id, {}).get("one_shot"):
+                continue
             if isinstance(value, float) and value == value:
                 names.add(f"{name}({', '.join(combo)})" if combo else name)
     if not names:

@@ -37,6 +37,14 @@ def test_sample_count_fills_the_budget_within_bounds() -> None:
     assert timing.sample_count(1e-6, plan) == 100
 
 
+def test_kernel_calls_fill_the_sample_budget_within_bounds() -> None:
+    plan = timing.TimingPlan(budget_s=0.3)
+    assert timing.kernel_call_count(0.4, plan) == timing.KERNEL_MIN_CALLS  # te-ref te.Linear: 0.4 s a step
+    assert timing.kernel_call_count(0.03, plan) == 10
+    assert timing.kernel_call_count(1e-5, plan) == timing.KERNEL_CALLS
+    assert timing.kernel_call_count(0.0, plan) == timing.KERNEL_CALLS
+
+
 def test_coefficient_of_variation() -> None:
     assert timing.coefficient_of_variation([1.0, 1.0, 1.0]) == 0.0
     assert timing.coefficient_of_variation([1.0, 2.0, 3.0]) == pytest.approx(0.5)
