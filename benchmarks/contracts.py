@@ -19,7 +19,7 @@ from typing import Any
 
 from benchmarks.harness import gates, records
 from benchmarks.harness.case import Case, Prepared, Unsupported
-from benchmarks.harness.numerics import bytes_equal, max_abs_difference
+from benchmarks.harness.numerics import bytes_equal, differing_buffers, max_abs_difference
 from benchmarks.harness.profiles import Profile, current_profile, selected_backends, spread_over_rank
 
 _PROFILE = current_profile()
@@ -197,8 +197,7 @@ class CheckpointParity(_PerQuantizerCase):
 
         loaded = round_trip()
         before, after = buffers(q), buffers(loaded)
-        differing = sorted(n for n in set(before) | set(after)
-                           if n not in before or n not in after or not bytes_equal(before[n], after[n]))
+        differing = differing_buffers(before, after)
         if type(loaded) is not type(q):
             differing.append(f"type {type(loaded).__name__} != {type(q).__name__}")
         self.record.add(records.Check(

@@ -37,3 +37,9 @@ def bytes_equal(a: Any, b: Any) -> bool:
     if a.shape != b.shape:
         return False
     return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+
+
+def differing_buffers(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """Names of the buffers that one side lacks or whose bytes differ."""
+    return sorted(n for n in set(before) | set(after)
+                  if n not in before or n not in after or not bytes_equal(before[n], after[n]))

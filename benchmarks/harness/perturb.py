@@ -9,6 +9,10 @@ expects the service to flag exactly what they break. Each one imitates a real cl
   another), which a doubling does not always stand out of.
 - `torchref-rank3-dequantize` (correctness): torch-ref's dequantize of a 3D or 4D tensor swaps its two
   leading dimensions' data, the kind of layout mix-up that only appears above rank 2.
+- `torchref-nondeterministic`, `torchref-odd-shape-silent`, `torchref-compile-eval-path` (correctness):
+  each breaks exactly the property one of the general checks (benchmarks/checks.py) looks at: every
+  second quantize flips a bit; a last dimension off the 16 grid is padded and quantized silently; the
+  compiled emulated te.Linear skips quantization in eval mode.
 - `te-ref-extra-sync` (performance): TE's NVFP4QuantizerRef.quantize synchronises the device and copies
   its input first. On an H200 this stayed inside run-to-run noise (the reference quantize is a 3-8 ms
   pure-PyTorch pipeline): a change too small to flag, kept as such.
@@ -172,6 +176,66 @@ def _rank3_dequantize(emu: Any) -> None:
     emu.dequantize_nvfp4 = mixed_up
 
 
+def _nondeterministic(emu: Any) -> None:
+    """Every second quantize flips the lowest bit of its first byte (what a race in a kernel does)."""
+    import dataclasses
+
+    for name in ("quantize_nvfp4", "quantize_nvfp4_columnwise"):
+        original = getattr(emu, name)
+        calls = Counter()
+
+        def flipping(x: Any, *args: Any, _original: Callable = original, _calls: Counter = calls,
+                     **kwargs: Any) -> Any:
+            touched["torchref-nondeterministic"] += 1
+            q = _original(x, *args, **kwargs)
+            _calls["n"] += 1
+            if _calls["n"] % 2:
+                return q
+            data = q.data.clone()
+            data.view(-1)[0] ^= 1
+            return dataclasses.replace(q, data=data)
+
+        setattr(emu, name, functools.wraps(original)(flipping))
+
+
+def _odd_shape_silent(emu: Any) -> None:
+    """A last dimension off the 16 grid is padded with zeros and quantized without a word: the result
+    has the padded shape (a silently wrong result where a clean error belongs)."""
+    import torch
+
+    original = emu.quantize_nvfp4
+
+    @functools.wraps(original)
+    def padding(x: Any, *args: Any, **kwargs: Any) -> Any:
+        touched["torchref-odd-shape-silent"] += 1
+        rows = math.prod(x.shape[:-1])
+        pad_cols, pad_rows = -x.shape[-1] % 16, -rows % 16 if kwargs.get("block_2d") else 0
+        if pad_cols or pad_rows:
+            x = torch.nn.functional.pad(x.reshape(rows, x.shape[-1]), (0, pad_cols, 0, pad_rows))
+        return original(x, *args, **kwargs)
+
+    emu.quantize_nvfp4 = padding
+
+
+def _compile_eval_path(emu: Any) -> None:
+    """Compiled in eval mode, the emulated te.Linear skips quantization (a graph that took another path
+    than eager's)."""
+    import torch
+
+    from benchmarks.harness import emulated_linear
+
+    original = emulated_linear.EmulatedNVFP4Linear.forward
+
+    @functools.wraps(original)
+    def forward(self: Any, x: Any) -> Any:
+        touched["torchref-compile-eval-path"] += 1
+        if not self.training and torch.compiler.is_compiling():
+            return x @ self.weight.t()
+        return original(self, x)
+
+    emulated_linear.EmulatedNVFP4Linear.forward = forward
+
+
 def _te_ref_extra_sync(te: Any) -> None:
     import torch
 
@@ -238,6 +302,9 @@ def _fp8_current_extra_pass(te: Any) -> None:
 TORCH_REF: dict[str, Callable[[Any], None]] = {
     "torchref-slow-quantize": _slow_quantize,
     "torchref-rank3-dequantize": _rank3_dequantize,
+    "torchref-nondeterministic": _nondeterministic,
+    "torchref-odd-shape-silent": _odd_shape_silent,
+    "torchref-compile-eval-path": _compile_eval_path,
 }
 TE: dict[str, Callable[[Any], None]] = {
     "te-ref-extra-sync": _te_ref_extra_sync,

@@ -66,3 +66,12 @@ def test_quick_profile_runs_sharded_distributed_cases_only_and_without_the_emula
     quick = discover("quick")["distributed.LinearTensorParallel.track_seconds"][1]
     assert full[1] == ["1", "2"] and "'torch-ref'" in full[0]
     assert quick[1] == ["2"] and "'torch-ref'" not in quick[0] and "'fp8-block'" in quick[0]
+
+
+def test_the_full_profile_runs_every_general_check_and_the_quick_one_the_cheap_ones() -> None:
+    def general(profile: str) -> set[str]:
+        return {n.split(".")[1] for n in discover(profile) if n.startswith("checks.")}
+
+    assert general("full") == {"Determinism", "OddShapes", "CpuOps", "CompileSequence"}
+    assert general("quick") == {"Determinism", "CpuOps"}
+    assert general("ci") == {"Determinism", "OddShapes", "CompileSequence"}  # CpuOps needs TE's tensors

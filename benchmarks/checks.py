@@ -1,0 +1,255 @@
+"""General checks drawn from Transformer Engine's bug history (research/te_nvfp4.md §4), over every
+quantizer and recipe they apply to. Each is a correctness check whose timing is a by-product (one-shot).
+
+Determinism      the same input quantized twice gives the same bytes and amax (a race in an amax kernel).
+OddShapes        shapes off the 16/32/128 grid: a clean error, or values that dequantize back to the
+                 input (never a silently wrong result; a crash or a hang is the runner's error/timeout).
+CpuOps           a quantized tensor moved to the CPU goes through the ops user code and
+                 torch.testing.assert_close reach, each one a check (the `+ 0` RecursionError was one).
+CompileSequence  te.Linear under torch.compile beyond one call: train -> eval -> train, and a 3-D input
+                 whose sequence dimension is dynamic, seen at two lengths; each step against eager.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from benchmarks.harness import records
+from benchmarks.harness.case import Case, Prepared
+from benchmarks.harness.cpu_ops import cpu_op_checks
+from benchmarks.harness.numerics import differing_buffers, relative_error
+from benchmarks.harness.profiles import Profile, current_profile, parse_shape, selected_backends
+
+_PROFILE = current_profile()
+_TE = "te" in selected_backends()
+_TORCH_REF = "torch-ref" in selected_backends()
+TE_QUANTIZERS = ["nvfp4", "nvfp4-rht", "nvfp4-2d", "fp8-current", "fp8-block", "mxfp8", "fp8-delayed"]
+TORCH_REF_QUANTIZERS = ["torch-ref", "torch-ref-rht", "torch-ref-2d"]
+QUANTIZERS = (TE_QUANTIZERS if _TE else []) + (TORCH_REF_QUANTIZERS if _TORCH_REF else [])
+# normwise dequantization error of a standard normal input
+TOLERANCE = {"nvfp4": 0.15, "fp8": 0.04, "mxfp8": 0.04}
+# rows x columns: on the grid, K off the 128 grid, M and K off the 32 and 16 grids
+ODD_SHAPES = ["256x256", "256x272", "100x256", "128x130"]
+
+
+def _backend(quantizer: str) -> str:
+    return "torch-ref" if quantizer.startswith("torch-ref") else "te"
+
+
+def _recipe(quantizer: str) -> str:
+    return "nvfp4" if quantizer.startswith(("nvfp4", "torch-ref")) else quantizer
+
+
+def _tolerance(quantizer: str) -> float:
+    return TOLERANCE["nvfp4" if _recipe(quantizer) == "nvfp4" else "mxfp8" if quantizer == "mxfp8" else "fp8"]
+
+
+class _QuantizerCheck(Case):
+    one_shot = True
+
+    def labels(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {"backend": _backend(p["quantizer"]), "recipe": _recipe(p["quantizer"]),
+                "variant": p["quantizer"], "op": self.op}
+
+
+def _device(quantizer: str, profile: Profile) -> str:
+    return "cuda" if _backend(quantizer) == "te" else profile.device
+
+
+def _quantize(quantizer: str, x: Any) -> tuple[dict[str, Any], Any]:
+    """(inner buffers, dequantized values) of `x` quantized by `quantizer` (TE's native quantizer, or the
+    emulation's row-wise, RHT column-wise or 16x16-block variant)."""
+    import torch
+
+    if _backend(quantizer) == "te":
+        from benchmarks.harness import te_ops
+
+        with torch.no_grad():
+            q = te_ops.quantizer(quantizer)(x)
+        return {n: b.clone() for n, b in te_ops.inner_buffers(q).items()}, q.dequantize().float()
+    from benchmarks import nvfp4_emulation as emu
+
+    if quantizer == "torch-ref-rht":
+        q = emu.quantize_nvfp4_columnwise(x, rht=True)
+        values = None  # column-wise after the RHT: not the input's values
+    else:
+        q = emu.quantize_nvfp4(x, block_2d=quantizer == "torch-ref-2d")
+        values = emu.dequantize_nvfp4(q, torch.float32)
+    return {"data": q.data, "scales": q.scales, "global_amax": q.global_amax}, values
+
+
+class Determinism(_QuantizerCheck):
+    param_names = ["quantizer"]
+    params = [QUANTIZERS]
+    op = "determinism"
+    main_check = "determinism"
+
+    def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
+        import torch
+
+        quantizer = p["quantizer"]
+        device = _device(quantizer, profile)
+        torch.manual_seed(0)
+        x = torch.randn(profile.contract_shape, dtype=torch.bfloat16, device=device)
+        first, _ = _quantize(quantizer, x)
+        second, _ = _quantize(quantizer, x)
+        differing = differing_buffers(first, second)
+        self.record.add(records.Check(
+            check="determinism", status="fail_accuracy" if differing else "pass", metric="differing_buffers",
+            value=float(len(differing)), tolerance=0.0, details={"differing": differing} if differing else None))
+        return Prepared(fn=lambda: _quantize(quantizer, x), device=device)
+
+
+class OddShapes(_QuantizerCheck):
+    param_names = ["quantizer", "shape"]
+    params = [[q for q in QUANTIZERS if q != "torch-ref-rht"], ODD_SHAPES]
+    op = "odd_shape"
+    main_check = "odd_shape"
+
+    def labels(self, p: dict[str, Any]) -> dict[str, Any]:
+        rows, cols = parse_shape(p["shape"])
+        return {**super().labels(p), "rank": 2, "shape": p["shape"], "k_mod_128": cols % 128}
+
+    def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
+        import torch
+
+        quantizer, shape = p["quantizer"], parse_shape(p["shape"])
+        device = _device(quantizer, profile)
+        torch.manual_seed(0)
+        x = torch.randn(shape, dtype=torch.bfloat16, device=device)
+        try:
+            _, values = _quantize(quantizer, x)
+        except (ValueError, RuntimeError, AssertionError, TypeError, NotImplementedError) as exc:
+            self.record.add(records.Check(check="odd_shape", status="pass",
+                                          details={"refused": f"{type(exc).__name__}: {exc}"[:500]}))
+            return Prepared(fn=lambda: None, device="cpu")
+        if tuple(values.shape) != tuple(shape):
+            self.record.add(records.Check(
+                check="odd_shape", status="fail_accuracy", metric="shape", tolerance=0.0,
+                message=f"quantized {tuple(shape)}, dequantized to {tuple(values.shape)}"))
+        else:
+            self.record.add(records.compare("odd_shape", "rel_l2", relative_error(values, x.float()),
+                                            _tolerance(quantizer)))
+        return Prepared(fn=lambda: _quantize(quantizer, x), device=device)
+
+
+if _TE:
+
+    class CpuOps(_QuantizerCheck):
+        param_names = ["quantizer"]
+        params = [["nvfp4", "mxfp8", "fp8-current", "fp8-block", "fp8-delayed"]]
+        op = "cpu_ops"
+        main_check = "cpu_add"
+
+        def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:
+            return "te", "bf16"  # built with make_empty where the format's kernels are missing
+
+        def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
+            import torch
+
+            from benchmarks.contracts import _dequantize_or_unsupported, _te_tensor
+
+            shape = profile.contract_shape
+            torch.manual_seed(0)
+            q = _te_tensor(p["quantizer"], shape, torch.randn(shape, dtype=torch.bfloat16, device="cuda"))
+            expected = _dequantize_or_unsupported(p["quantizer"], q)
+            for check in cpu_op_checks(q.cpu(), expected):
+                self.record.add(check)
+            return Prepared(fn=lambda: q.cpu(), device="cpu")
+
+
+LINEAR_RECIPES = (["bf16", "fp8-delayed", "fp8-current", "fp8-block", "mxfp8", "nvfp4"] if _TE else []) + (
+    ["torch-ref"] if _TORCH_REF else [])
+SEQUENCES = ["train-eval-train", "dynamic-sequence"]
+
+
+class CompileSequence(Case):
+    param_names = ["recipe", "sequence"]
+    params = [LINEAR_RECIPES, SEQUENCES]
+    op = "linear_compile_sequence"
+    main_check = "compiled_vs_eager"
+    one_shot = True
+    timeout = 600
+
+    def labels(self, p: dict[str, Any]) -> dict[str, Any]:
+        backend = "torch-ref" if p["recipe"] == "torch-ref" else "te"
+        return {"backend": backend, "recipe": p["recipe"], "mode": "default", "rank": 3,
+                "sequence": p["sequence"], "op": self.op}
+
+    def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:
+        return ("torch-ref", "nvfp4") if p["recipe"] == "torch-ref" else ("te", p["recipe"])
+
+    def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
+        import torch
+
+        from benchmarks.linear import _builders, _forward
+
+        in_f, out_f = profile.linear_in_out
+        device = profile.device
+        make_module, autocast = _builders(p["recipe"], in_f, out_f, device)
+        eager, compiled = make_module(), make_module()
+        with torch.no_grad():
+            compiled.weight.copy_(eager.weight)
+        torch._dynamo.reset()
+        forward_eager = _forward(eager, autocast)
+        forward_compiled = torch.compile(_forward(compiled, autocast), mode="default")
+        steps = _steps(p["sequence"], profile, device)
+        for name, step in steps:
+            got, want = step(compiled, forward_compiled), step(eager, forward_eager)
+            worst = max(_max_difference(a, b) for a, b in zip(got, want))
+            self.record.add(records.compare(f"compiled_vs_eager_{name}", "max_abs_diff", worst, 0.0))
+        last = steps[-1][1]
+        return Prepared(fn=lambda: last(compiled, forward_compiled), device=device)
+
+
+def _max_difference(a: Any, b: Any) -> float:
+    from benchmarks.harness.numerics import max_abs_difference
+
+    return max_abs_difference(a, b) if a.shape == b.shape else math.inf
+
+
+def _steps(sequence: str, profile: Profile, device: str) -> list[tuple[str, Any]]:
+    """Named steps, each (module, forward) -> tensors to compare between compiled and eager."""
+    import torch
+
+    from benchmarks.harness.linear_steps import fwd_bwd
+
+    in_f, out_f = profile.linear_in_out
+    tokens = profile.linear_tokens
+
+    def inputs(seq: int) -> tuple[Any, Any]:
+        torch.manual_seed(seq)
+        x = torch.randn(2, seq, in_f, dtype=torch.bfloat16, device=device)
+        return x, torch.randn(2, seq, out_f, dtype=torch.bfloat16, device=device)
+
+    def train(seq: int, dynamic: bool = False) -> Any:
+        def step(module: Any, forward: Any) -> tuple[Any, ...]:
+            module.train()
+            x, dy = inputs(seq)
+            if dynamic:
+                torch._dynamo.mark_dynamic(x, 1)
+            return fwd_bwd(module, forward, x, dy)
+        return step
+
+    def evaluate(seq: int) -> Any:
+        def step(module: Any, forward: Any) -> tuple[Any, ...]:
+            module.eval()
+            with torch.no_grad():
+                out = forward(inputs(seq)[0]).detach().clone()
+            module.train()
+            return (out,)
+        return step
+
+    half = tokens // 2
+    if sequence == "train-eval-train":
+        return [("train", train(half)), ("eval", evaluate(half)), ("train_again", train(half))]
+    longer = half + max(16, half // 2) // 16 * 16
+    return [("first_length", train(half, dynamic=True)), ("second_length", train(longer, dynamic=True))]
+
+
+_KEPT = {"Determinism": bool(QUANTIZERS), "OddShapes": bool(QUANTIZERS), "CpuOps": _TE,
+         "CompileSequence": bool(LINEAR_RECIPES)}
+for _name, _kept in _KEPT.items():  # asv discovers the classes left in the module
+    if _name in globals() and (not _kept or _name not in _PROFILE.general_checks):
+        del globals()[_name]
