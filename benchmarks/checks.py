@@ -174,7 +174,8 @@ class CompileSequence(Case):
 
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
         backend = "torch-ref" if p["recipe"] == "torch-ref" else "te"
-        return {"backend": backend, "recipe": p["recipe"], "mode": "default", "rank": 3,
+        # no mode or rank label: the compile-vs-eager grid is LinearFwdBwd's
+        return {"backend": backend, "recipe": p["recipe"], "compile_mode": "default", "input_rank": 3,
                 "sequence": p["sequence"], "op": self.op}
 
     def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:

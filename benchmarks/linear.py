@@ -105,7 +105,8 @@ class LinearFwdBwd(Case):
         worst = max(diffs.values(), key=lambda v: float("inf") if v != v else v)
         self.record.add(records.compare("compiled_vs_eager", "max_abs_diff", worst, 0.0, per_tensor=diffs,
                                         graph_break_reasons=list(breaks)[:10]))
-        return Prepared(fn=timed_fwd_bwd(compiled, forward_compiled, x, dy, cudagraphs=cudagraphs), device=device)
+        return Prepared(fn=timed_fwd_bwd(compiled, forward_compiled, x, dy, cudagraphs=cudagraphs), device=device,
+                        reference=("eager", timed_fwd_bwd(eager, forward_eager, x, dy, cudagraphs=False)))
 
 
 def _builders(recipe: str, in_f: int, out_f: int, device: str) -> tuple[Any, Any]:

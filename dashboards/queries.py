@@ -375,6 +375,21 @@ def fill_details(session: Session, rows: list[CaseRow], branch: str) -> None:
     fill_values(session, rows, branch)
 
 
+OVER_EAGER = "over_eager"  # the record metric of a compiled case's time over eager's, in one process
+
+
+def _latest_metric(session: Session, case_ids: list[int], metric: str, branch: str) -> dict[int, float | None]:
+    """Case id -> the latest value of its record metric `metric` (a series `<case>.<metric>`)."""
+    if not case_ids:
+        return {}
+    found = session.execute(
+        select(Series.case_id, Series.id).join(Benchmark, Benchmark.id == Series.benchmark_id)
+        .where(key_list(session, Series.case_id, case_ids, "metric_case_ids"), Benchmark.name.endswith(f".{metric}"))
+    ).all()
+    values = _latest_values(session, [series_id for _, series_id in found], branch)
+    return {case_id: values.get(series_id) for case_id, series_id in found}
+
+
 def fill_values(session: Session, rows: list[CaseRow], branch: str) -> None:
     """The primary series of each row and its latest value."""
     primaries = _primary_series(session, [r.case_id for r in rows])
@@ -469,7 +484,9 @@ def perf_signals(session: Session, case_ids: list[int]) -> dict[int, detection.P
 @dataclass
 class MatrixCell:
     row: CaseRow
-    ratio: float | None = None  # compiled time / eager time of the same recipe and rank, latest of each
+    # compiled time / eager time of the same recipe and rank: measured in the compiled case's process where
+    # it says so (`over_eager`), else the latest of each case
+    ratio: float | None = None
     variants: list[str] = field(default_factory=list)  # e.g. nvfp4, nvfp4-rht, nvfp4-2d in one contract cell
 
 
@@ -526,13 +543,19 @@ def matrix(session: Session, filters: Filters) -> list[Matrix]:
             mrow.cells[column] = MatrixCell(r, variants=cell.variants if cell else [])
         if variant:
             mrow.cells[column].variants.append(variant)
+    in_process = _latest_metric(session, [r.case_id for r in rows if r.mode in MATRIX_MODES[1:]], OVER_EAGER,
+                                filters.branch)
     out = []
     for (gpu, ws), grid in sorted(grids.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
         columns = {c for mrow in grid.values() for c in mrow.cells}
         for mrow in grid.values():
             for (rank, mode), cell in mrow.cells.items():
                 eager = mrow.cells.get((rank, "eager"))
-                if mode in MATRIX_MODES[1:] and eager and eager.row.latest_value and cell.row.latest_value is not None:
+                if mode not in MATRIX_MODES[1:]:
+                    continue
+                if in_process.get(cell.row.case_id) is not None:
+                    cell.ratio = in_process[cell.row.case_id]
+                elif eager and eager.row.latest_value and cell.row.latest_value is not None:
                     cell.ratio = cell.row.latest_value / eager.row.latest_value
         out.append(Matrix(
             gpu_model=gpu, world_size=ws, case_names=sorted(names[(gpu, ws)]),

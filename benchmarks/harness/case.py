@@ -39,6 +39,9 @@ class Prepared:
     sample_seconds: float | None = None
     # kernel time from CUPTI beside the event time (GPU only); off where a profiler cannot follow the call
     kernel_time: bool = True
+    # (name, call): timed right after `fn` in the same process, stored as the ratio `<case>.over_<name>`,
+    # which a busy host or a slow process moves far less than two cases' levels
+    reference: tuple[str, Callable[[], Any]] | None = None
 
 
 LONG_SPAN_MAX_SAMPLES = 1000
@@ -127,6 +130,8 @@ class Case(abc.ABC):
             records.write_record(self.record)
             raise
         self.record.perturbations = dict(perturb.touched)
+        if self.prepared.reference:
+            self._over_reference(timing, plan)
         if nvml:
             states.append(nvml.sample())
         if self.prepared.device == "cuda" and self.prepared.kernel_time:
@@ -135,6 +140,16 @@ class Case(abc.ABC):
         return timing.asv_payload()
 
     track_seconds.unit = "seconds"  # type: ignore[attr-defined]
+
+    def _over_reference(self, timing: Timing, plan: TimingPlan) -> None:
+        assert self.prepared is not None and self.prepared.reference is not None
+        name, call = self.prepared.reference
+        try:
+            reference = measure(call, self.prepared.device, plan)
+        except Exception as exc:  # noqa: BLE001 - the reference costs the case its ratio, never its verdict
+            self.record.notes.append(f"no ratio over {name}: {type(exc).__name__}: {exc}"[:500])
+            return
+        self.record.metric(f"over_{name}", timing.median / reference.median, "ratio")
 
     def _kernel_time(self, timing: Timing, plan: TimingPlan) -> None:
         """Kernel time per call beside the event time, and the host's share as its own metric. A profiler

@@ -1,0 +1,45 @@
+"""The compile-vs-eager grid's ratio: a compiled case that timed eager in its own process (`over_eager`)
+shows that ratio; one without falls back to the two cases' latest values."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy.orm import Session
+
+from tests.conftest import FIXTURES
+from tests.service.uploads import parts_of
+from tewatch.dashboards.queries import Filters, matrix
+from tewatch.ingest.bundle import UploadBundle
+from tewatch.ingest.discover import find_runs
+from tewatch.ingest.service import ingest_bundle
+from tewatch.store.database import make_engine
+
+MEASURED = {"recipe": "fp8-current", "rank": 3, "mode": "default"}
+
+
+def _bundle_with_an_in_process_ratio() -> UploadBundle:
+    [run] = find_runs(FIXTURES / "h200-ab-rounds" / "base-results")
+    parts = parts_of(run)
+    cases = []
+    for name, content in parts["cases"]:
+        record = json.loads(content)
+        if record["case"] == "linear.LinearFwdBwd" and record["params"] == MEASURED:
+            record["metrics"]["over_eager"] = {"value": 0.5, "unit": "ratio"}
+        cases.append((name, json.dumps(record).encode()))
+    single = {part: entries[0][1] for part, entries in parts.items() if part != "cases"}
+    return UploadBundle(**single, cases=cases, branch="main")
+
+
+def test_the_ratio_measured_in_one_process_wins_over_two_cases_latest_values(db_url) -> None:
+    engine = make_engine(db_url)
+    try:
+        ingest_bundle(engine, _bundle_with_an_in_process_ratio())
+        with Session(engine) as session:
+            [grid] = [m for m in matrix(session, Filters()) if m.gpu_model == "NVIDIA H200" and not m.world_size]
+        [row] = [r for r in grid.rows if r.recipe == "fp8-current" and r.backend == "te"]
+        assert row.cells[(3, "default")].ratio == 0.5
+        compiled, eager = row.cells[(2, "default")], row.cells[(2, "eager")]
+        assert compiled.ratio == compiled.row.latest_value / eager.row.latest_value
+    finally:
+        engine.dispose()
