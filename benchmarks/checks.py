@@ -8,6 +8,11 @@ CpuOps           a quantized tensor moved to the CPU goes through the ops user c
                  torch.testing.assert_close reach, each one a check (the `+ 0` RecursionError was one).
 CompileSequence  te.Linear under torch.compile beyond one call: train -> eval -> train, and a 3-D input
                  whose sequence dimension is dynamic, seen at two lengths; each step against eager.
+NdUpdate         a 3-D quantized tensor with both usages updated in place (`copy_`, `quantize_`) equals
+                 a fresh quantize of the new values, buffer for buffer.
+DcpRoundTrip     a te.Linear whose weight is quantized at init, saved and loaded through
+                 torch.distributed.checkpoint (one process, `_extra_state` included): buffers bit for bit
+                 and a forward pass equal (the CPU tensor support exists for this).
 """
 
 from __future__ import annotations
@@ -19,7 +24,13 @@ from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared
 from benchmarks.harness.cpu_ops import cpu_op_checks
 from benchmarks.harness.numerics import differing_buffers, relative_error
-from benchmarks.harness.profiles import Profile, current_profile, parse_shape, selected_backends
+from benchmarks.harness.profiles import (
+    Profile,
+    current_profile,
+    parse_shape,
+    selected_backends,
+    spread_over_rank,
+)
 
 _PROFILE = current_profile()
 _TE = "te" in selected_backends()
@@ -159,6 +170,87 @@ if _TE:
             return Prepared(fn=lambda: q.cpu(), device="cpu")
 
 
+if _TE:
+
+    class NdUpdate(_QuantizerCheck):
+        param_names = ["quantizer"]
+        params = [["nvfp4", "mxfp8", "fp8-current", "fp8-block", "fp8-delayed"]]
+        op = "nd_update"
+        main_check = "copy_"
+
+        def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
+            import torch
+
+            from benchmarks.harness import te_ops
+
+            shape = spread_over_rank(*profile.contract_shape, 3)
+            torch.manual_seed(0)
+            old, new = (torch.randn(shape, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+            quantizer = te_ops.quantizer(p["quantizer"])
+            with torch.no_grad():
+                expected = te_ops.valid_buffers(quantizer(new))
+                updates = {"copy_": lambda t: t.copy_(new), "quantize_": lambda t: t.quantize_(new)}
+                for name, update in updates.items():
+                    tensor = quantizer(old)
+                    update(tensor)
+                    differing = differing_buffers(te_ops.valid_buffers(tensor), expected)
+                    self.record.add(records.Check(
+                        check=name, status="fail_accuracy" if differing else "pass", metric="differing_buffers",
+                        value=float(len(differing)), tolerance=0.0,
+                        details={"differing": differing} if differing else None))
+            target = quantizer(old)
+            return Prepared(fn=lambda: target.quantize_(new), device="cuda")
+
+    class DcpRoundTrip(Case):
+        param_names = ["recipe"]
+        params = [["fp8-delayed", "fp8-current", "fp8-block", "mxfp8", "nvfp4"]]
+        op = "dcp_round_trip"
+        main_check = "dcp_save"
+        one_shot = True
+
+        def labels(self, p: dict[str, Any]) -> dict[str, Any]:
+            return {"backend": "te", "recipe": p["recipe"], "op": self.op}
+
+        def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
+            import tempfile
+            from pathlib import Path
+
+            import torch
+
+            from benchmarks.harness import te_ops
+            from benchmarks.harness.dcp_round_trip import dcp_round_trip
+
+            te, recipe = te_ops.loaded().te, te_ops.recipe(p["recipe"])
+            in_f, out_f = profile.linear_in_out
+
+            def make(seed: int) -> Any:
+                torch.manual_seed(seed)
+                with te.quantized_model_init(enabled=True, recipe=recipe):
+                    return te.Linear(in_f, out_f, bias=False, params_dtype=torch.bfloat16, device="cuda")
+
+            def buffers(module: Any) -> dict[str, Any]:
+                found = {f"weight.{n}": b for n, b in te_ops.valid_buffers(module.weight).items()}
+                extra = module.get_extra_state()
+                if isinstance(extra, torch.Tensor):
+                    found["_extra_state"] = extra
+                return found
+
+            torch.manual_seed(0)
+            shape = spread_over_rank(profile.linear_tokens, in_f, 3)
+            x = torch.randn(shape, dtype=torch.bfloat16, device="cuda")
+
+            def forward(module: Any) -> Any:
+                with torch.no_grad(), te.autocast(enabled=True, recipe=recipe):
+                    return module(x).float()
+
+            original = make(1)
+            forward(original)  # a step, so that the quantization state (amax history, scales) is not blank
+            with tempfile.TemporaryDirectory() as folder:
+                for check in dcp_round_trip(original, make(2), Path(folder), buffers, forward):
+                    self.record.add(check)
+            return Prepared(fn=lambda: forward(original), device="cuda")
+
+
 LINEAR_RECIPES = (["bf16", "fp8-delayed", "fp8-current", "fp8-block", "mxfp8", "nvfp4"] if _TE else []) + (
     ["torch-ref"] if _TORCH_REF else [])
 SEQUENCES = ["train-eval-train", "dynamic-sequence"]
@@ -249,8 +341,8 @@ def _steps(sequence: str, profile: Profile, device: str) -> list[tuple[str, Any]
     return [("first_length", train(half, dynamic=True)), ("second_length", train(longer, dynamic=True))]
 
 
-_KEPT = {"Determinism": bool(QUANTIZERS), "OddShapes": bool(QUANTIZERS), "CpuOps": _TE,
-         "CompileSequence": bool(LINEAR_RECIPES)}
+_KEPT = {"Determinism": bool(QUANTIZERS), "OddShapes": bool(QUANTIZERS), "CpuOps": _TE, "NdUpdate": _TE,
+         "DcpRoundTrip": _TE, "CompileSequence": bool(LINEAR_RECIPES)}
 for _name, _kept in _KEPT.items():  # asv discovers the classes left in the module
     if _name in globals() and (not _kept or _name not in _PROFILE.general_checks):
         del globals()[_name]

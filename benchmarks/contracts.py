@@ -182,12 +182,7 @@ class CheckpointParity(_PerQuantizerCase):
             from benchmarks.harness import te_ops
 
             q = _te_tensor(p["quantizer"], shape, x)
-
-            def buffers(t: Any) -> dict[str, Any]:
-                found = te_ops.inner_buffers(t)
-                if getattr(t, "_transpose_invalid", False):
-                    found.pop("_transpose", None)  # stale by TE's own flag: not part of the value
-                return found
+            buffers = te_ops.valid_buffers
 
         def round_trip() -> Any:
             blob = io.BytesIO()

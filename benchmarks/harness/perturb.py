@@ -13,6 +13,8 @@ expects the service to flag exactly what they break. Each one imitates a real cl
   each breaks exactly the property one of the general checks (benchmarks/checks.py) looks at: every
   second quantize flips a bit; a last dimension off the 16 grid is padded and quantized silently; the
   compiled emulated te.Linear skips quantization in eval mode.
+- `fp8-current-stale-nd-update` (correctness): Float8CurrentScalingQuantizer.update_quantized leaves a
+  tensor of rank 3 or more as it was: what the N-D update check (`checks.NdUpdate`) looks for on a GPU.
 - `te-ref-extra-sync` (performance): TE's NVFP4QuantizerRef.quantize synchronises the device and copies
   its input first. On an H200 this stayed inside run-to-run noise (the reference quantize is a 3-8 ms
   pure-PyTorch pipeline): a change too small to flag, kept as such.
@@ -285,6 +287,22 @@ def _te_ref_rht_slower(te: Any) -> None:
     cls._apply_rht = slower_by("te-ref-rht-slower-12", cls._apply_rht, 0.12)
 
 
+def _fp8_current_stale_nd_update(te: Any) -> None:
+    """An in-place update of a quantized tensor of rank 3 or more leaves its old values (TE bug zoo #3:
+    an N-D `copy_` that reached only part of the buffers)."""
+    cls = te.te.Float8CurrentScalingQuantizer
+    original = cls.update_quantized
+
+    @functools.wraps(original)
+    def stale(self: Any, src: Any, dst: Any, *args: Any, **kwargs: Any) -> Any:
+        touched["fp8-current-stale-nd-update"] += 1
+        if src.dim() >= 3:
+            return dst
+        return original(self, src, dst, *args, **kwargs)
+
+    cls.update_quantized = stale
+
+
 def _fp8_current_extra_pass(te: Any) -> None:
     cls = te.te.Float8CurrentScalingQuantizer
     for method in ("quantize_impl", "update_quantized"):
@@ -314,6 +332,7 @@ TE: dict[str, Callable[[Any], None]] = {
     "te-ref-quantize-slower-6": _te_ref_quantize_slower,
     "te-ref-rht-slower-12": _te_ref_rht_slower,
     "fp8-current-extra-pass": _fp8_current_extra_pass,
+    "fp8-current-stale-nd-update": _fp8_current_stale_nd_update,
 }
 
 

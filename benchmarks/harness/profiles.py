@@ -38,7 +38,8 @@ class Profile:
     min_samples: int
     max_samples: int
     # the general checks of benchmarks/checks.py this profile runs
-    general_checks: tuple[str, ...] = ("Determinism", "OddShapes", "CpuOps", "CompileSequence")
+    general_checks: tuple[str, ...] = ("Determinism", "OddShapes", "CpuOps", "NdUpdate", "DcpRoundTrip",
+                                       "CompileSequence")
     # torch's intra-op threads for CPU cases: one, so that a busy core beside the run slows a case by its
     # share and no more (two spinning threads on a 2-core machine with one core taken ran 50x slower)
     cpu_threads: int | None = None
@@ -81,7 +82,7 @@ _PROFILES = {
         min_samples=10,
         max_samples=50,
         # a second or so a case; odd shapes (36 cases) and compile sequences (14 compiles) stay in full
-        general_checks=("Determinism", "CpuOps"),
+        general_checks=("Determinism", "CpuOps", "NdUpdate"),
     ),
     "ci": Profile(
         name="ci",

@@ -132,6 +132,14 @@ def inner_buffers(t: Any) -> dict[str, torch.Tensor]:
     return {n: getattr(t, n) for n in names if getattr(t, n, None) is not None}
 
 
+def valid_buffers(t: Any) -> dict[str, torch.Tensor]:
+    """The inner tensors that hold the value: a transpose TE itself flags as stale is not part of it."""
+    found = inner_buffers(t)
+    if getattr(t, "_transpose_invalid", False):
+        found.pop("_transpose", None)
+    return found
+
+
 def fill_valid(t: Any, generator: torch.Generator) -> None:
     """Fill an empty quantized tensor with valid codes (random data, unit scales, amax 1).
 

@@ -44,34 +44,31 @@ def test_torchref_slow_quantize_makes_both_emulated_quantizers_do_their_work_fou
     assert calls == ["x"] * 4 + ["y"] * 4
 
 
-def _busy(seconds: float) -> None:
-    import time
-
-    until = time.perf_counter() + seconds
-    while time.perf_counter() < until:
-        pass
-
-
 def test_a_sized_slowdown_adds_its_share_of_the_calls_own_time_after_the_cold_calls() -> None:
-    import statistics
-    import time
+    calls: list[int] = []
 
-    calls = []
+    class Clock:
+        """The call's own time as the clock reads it (the first two are cold, as a case's checks are),
+        and the delays asked for: no wall time, so a busy machine cannot move the figures."""
 
-    def call(x):
-        calls.append(x)
-        _busy(0.006 if len(calls) <= 2 else 0.002)  # the first calls are cold, as a case's checks are
+        delays: list[float] = []
 
-    slower = perturb.slower_by("gemm-slower-5", call, 0.10, perturb._HostClock)
+        def elapsed(self, run) -> float:
+            run()
+            return 0.006 if len(calls) <= 2 else 0.002
+
+        def delay(self, seconds: float) -> None:
+            Clock.delays.append(seconds)
+
+    slower = perturb.slower_by("gemm-slower-5", calls.append, 0.10, Clock)
     perturb.touched.clear()
-    times = []
     for i in range(30):
-        t0 = time.perf_counter()
         slower(i)
-        times.append(time.perf_counter() - t0)
     assert calls == list(range(30)) and perturb.touched["gemm-slower-5"] == 30
-    # 10 % of the warm call (2 ms), not of the cold ones (6 ms)
-    assert 1.07 < statistics.median(times[perturb.CALIBRATION_CALLS:]) / 0.002 < 1.2
+    # the calibration calls run undelayed; every later one waits 10 % of the warm call (2 ms), not of the
+    # cold ones (6 ms)
+    assert len(Clock.delays) == 30 - perturb.CALIBRATION_CALLS
+    assert all(abs(d - 0.0002) < 1e-12 for d in Clock.delays)
 
 
 def test_the_sized_te_perturbations_patch_what_they_name(monkeypatch) -> None:
@@ -112,3 +109,22 @@ def test_the_sized_te_perturbations_patch_what_they_name(monkeypatch) -> None:
     tensor = Tensor()
     assert Fp8Current().quantize_impl(tensor) == "fp8" and Fp8Current().update_quantized(tensor, "o") == "o"
     assert Tensor.reads == 2 and perturb.touched["fp8-current-extra-pass"] == 2
+
+
+def test_the_stale_nd_update_leaves_tensors_of_rank_three_as_they_were(monkeypatch) -> None:
+    class Fp8Current:
+        def update_quantized(self, src, dst):
+            dst.append(src.dim())
+            return dst
+
+    class Source:
+        def __init__(self, rank: int) -> None:
+            self.rank = rank
+
+        def dim(self) -> int:
+            return self.rank
+
+    monkeypatch.setenv(perturb.ENV, "fp8-current-stale-nd-update")
+    perturb.apply_to_te(SimpleNamespace(te=SimpleNamespace(Float8CurrentScalingQuantizer=Fp8Current)))
+    assert Fp8Current().update_quantized(Source(2), []) == [2]
+    assert Fp8Current().update_quantized(Source(3), []) == []
