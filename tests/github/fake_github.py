@@ -20,6 +20,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Self
@@ -87,6 +88,7 @@ class FakeGitHub:
         self.faults: list[Fault] = []
         self.seen: list[Seen] = []
         self.issued_tokens = 0
+        self.before_create: Callable[[int], None] | None = None  # runs (issue number) as a comment is created
         self._ids = iter(range(1000, 10**9))
         self.lock = threading.Lock()
         self.app = self._routes()
@@ -241,6 +243,8 @@ class FakeGitHub:
             payload = await request.json()
             if not isinstance(payload.get("body"), str):
                 return error(422, "Invalid request.\n\n\"body\" wasn't supplied.")
+            if fake.before_create is not None:
+                fake.before_create(number)
             with fake.lock:
                 comment = fake._new_comment(number, payload["body"], _user("tewatch[bot]", 41898282))
             return JSONResponse(comment, 201)

@@ -14,11 +14,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tests.github.fake_github import SECONDARY_RATE_LIMIT, FakeGitHub
-from tests.github.reports import emit_report
+from tests.github.reports import emit_report, report_payload
 from tewatch.alerts.delivery import OutboxWorker
+from tewatch.alerts.events import EventType, event_body
 from tewatch.alerts.service_hooks import outbox_worker, sync_github
 from tewatch.core.settings import Settings
-from tewatch.github.comment import MARKER
+from tewatch.github.comment import MARKER, comment_body, sections
+from tewatch.github.report import parse_report
 from tewatch.store.alert_models import DeliveryStatus, WebhookAttempt, WebhookDelivery
 from tewatch.store.database import make_engine
 
@@ -116,6 +118,28 @@ def test_two_gpus_share_the_comment_and_a_new_head_replaces_both(engine, db_url)
         assert NEXT_HEAD[:12] in comment["body"]
 
 
+def test_a_comment_another_worker_created_at_the_same_time_is_the_one_kept(engine, db_url):
+    with FakeGitHub(token=TOKEN) as fake:
+        worker = worker_for(engine, settings_for(fake, db_url))
+        rival = comment_body(None, parse_report(event_body("rival", EventType.pr_report,
+                                                           report_payload(8, HEAD, gpu="NVIDIA B200"))))
+
+        first = []
+
+        def race(number: int) -> None:
+            fake.before_create = None
+            first.append(fake.add_comment(number, rival, login="tewatch[bot]"))
+
+        fake.before_create = race
+        with Session(engine) as session, session.begin():
+            emit_report(session, 8, HEAD, regressions=1)
+        drain(worker)
+        [kept] = ours(fake, 8)
+        assert kept["id"] == first[0]["id"]  # the older of the two
+        assert [s.gpu_model for s in sections(kept["body"])] == ["NVIDIA B200", "NVIDIA H200"]
+        assert len(fake.requests("DELETE", r".*/issues/comments/\d+")) == 1
+
+
 def test_a_5xx_and_a_secondary_rate_limit_are_retried_honouring_retry_after(engine, db_url):
     with FakeGitHub(token=TOKEN) as fake:
         worker = worker_for(engine, settings_for(fake, db_url))
@@ -170,7 +194,7 @@ def test_answers_no_retry_can_fix_fail_the_delivery_at_once(engine, db_url, cred
                             **credentials, **FAST)
         worker = worker_for(engine, settings)
         with Session(engine) as session, session.begin():
-            emit_report(session, 5, HEAD)
+            emit_report(session, 5, HEAD, repo=repository)
         drain(worker)
         [tried] = attempts(engine)
         assert tried.error.startswith(error)
