@@ -7,7 +7,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY service ./service
 COPY dashboards ./dashboards
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir ".[github]"
 
 # SQLite under /data by default; set TEWATCH_DATABASE_URL to a PostgreSQL URL to use that instead.
 ENV TEWATCH_DATABASE_URL=sqlite:////data/tewatch.sqlite3

@@ -137,7 +137,7 @@ class LiveServer:
             engine.dispose()
 
 
-def start_server(db_url: str, log_path: Path, *extra_args: str) -> LiveServer:
+def start_server(db_url: str, log_path: Path, *extra_args: str, env: dict[str, str] | None = None) -> LiveServer:
     from tewatch.store.database import make_engine
     from tewatch.store.tokens import create_token
 
@@ -165,6 +165,7 @@ def start_server(db_url: str, log_path: Path, *extra_args: str) -> LiveServer:
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=log_path.parent,
+        env={**os.environ, **env} if env else None,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -191,13 +192,14 @@ def stop_server(server: LiveServer) -> None:
 
 
 @contextmanager
-def served_sqlite(folder: Path) -> Iterator[tuple[LiveServer, str]]:
-    """A real `tewatch serve` on a fresh, migrated SQLite store in `folder`: (server, database URL)."""
+def served_sqlite(folder: Path, env: dict[str, str] | None = None) -> Iterator[tuple[LiveServer, str]]:
+    """A real `tewatch serve` on a fresh, migrated SQLite store in `folder` (with `env` added to its
+    environment): (server, database URL)."""
     from tewatch.store.migrate import upgrade
 
     db_url = f"sqlite:///{folder / 'tewatch.sqlite3'}"
     upgrade(db_url)
-    server = start_server(db_url, folder / "serve.log")
+    server = start_server(db_url, folder / "serve.log", env=env)
     try:
         yield server, db_url
     finally:

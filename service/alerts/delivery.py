@@ -1,5 +1,7 @@
-"""The outbox worker: claims due deliveries with a lease, POSTs them signed, logs every attempt, retries
-with exponential backoff, and gives up (status `failed`) after the last attempt.
+"""The outbox worker: claims due deliveries with a lease, POSTs them signed (or, for the GitHub
+subscription, hands them to tewatch.github), logs every attempt, retries with exponential backoff (or
+after the wait the far side asked for, when longer), and gives up (status `failed`) after the last
+attempt or an answer no retry can change.
 
 Delivery is at least once: a crash between the receiver's 2xx and the database update sends the same
 delivery again after its lease runs out, with the same X-Tewatch-Delivery id, so receivers deduplicate on
@@ -16,14 +18,25 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import httpx
 from sqlalchemy import Engine, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from tewatch.alerts.outcome import Outcome
 from tewatch.alerts.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, sign
-from tewatch.store.alert_models import DeliveryStatus, WebhookAttempt, WebhookDelivery
+from tewatch.store.alert_models import (
+    DeliveryStatus,
+    SubscriptionKind,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookSubscription,
+)
 from tewatch.store.database import WRITE_TRANSACTION, session_factory
+
+if TYPE_CHECKING:
+    from tewatch.github.publisher import GitHubPublisher
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +54,11 @@ class DeliveryPolicy:
     batch: int = 20
     poll_seconds: float = 1.0
 
-    def delay(self, attempts: int) -> float:
-        """Wait before the next attempt: doubling from backoff_seconds, capped, with +-20 % jitter."""
+    def delay(self, attempts: int, asked: float | None = None) -> float:
+        """Wait before the next attempt: doubling from backoff_seconds, capped, with +-20 % jitter; never
+        less than the wait the far side asked for (Retry-After)."""
         base = min(self.backoff_seconds * 2 ** max(attempts - 1, 0), self.backoff_max_seconds)
-        return base * random.uniform(0.8, 1.2)
+        return max(base * random.uniform(0.8, 1.2), asked or 0.0)
 
 
 def _now() -> datetime:
@@ -65,18 +79,25 @@ class _Outgoing:
     event_type: str
     body: bytes
     active: bool
+    kind: SubscriptionKind
 
 
-def _hopeless(error: str) -> bool:
+def _hopeless(outcome: Outcome) -> bool:
     """An attempt no retry can turn into a delivery."""
-    return error == "subscription removed" or error.startswith(UNSENDABLE)
+    error = outcome.error or ""
+    return outcome.final or error == "subscription removed" or error.startswith(UNSENDABLE)
 
 
 class OutboxWorker:
-    def __init__(self, engine: Engine, policy: DeliveryPolicy | None = None, client: httpx.Client | None = None):
+    def __init__(self, engine: Engine, policy: DeliveryPolicy | None = None, client: httpx.Client | None = None,
+                 github: GitHubPublisher | None = None):
         self.sessions: sessionmaker[Session] = session_factory(engine)
         self.policy = policy or DeliveryPolicy()
         self.client = client or httpx.Client(timeout=self.policy.timeout_seconds, follow_redirects=False)
+        self.github = github
+        # a worker claims only what it can send: the GitHub subscription's deliveries wait for a worker
+        # configured for GitHub
+        self.kinds = [SubscriptionKind.webhook, *([SubscriptionKind.github] if github else [])]
         self.owner = uuid.uuid4().hex
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -91,7 +112,8 @@ class OutboxWorker:
             & (WebhookDelivery.next_attempt_at <= now)
             & or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now)
         )
-        due = select(WebhookDelivery.id).where(claimable).order_by(WebhookDelivery.next_attempt_at)
+        due = (select(WebhookDelivery.id).join(WebhookSubscription)
+               .where(claimable, WebhookSubscription.kind.in_(self.kinds)).order_by(WebhookDelivery.next_attempt_at))
         due = due.limit(self.policy.batch).scalar_subquery()
         with self.sessions() as session, session.begin():
             _write(session)
@@ -116,57 +138,60 @@ class OutboxWorker:
                 event_type=delivery.event.type,
                 body=delivery.event.body.encode(),
                 active=delivery.subscription.active,
+                kind=delivery.subscription.kind,
             )
 
     def send(self, delivery_id: str) -> bool:
-        """POST one claimed delivery and record the outcome; True when the receiver took it."""
+        """Send one claimed delivery and record the outcome; True when the receiver took it."""
         out = self._load(delivery_id)
         started, clock = _now(), time.perf_counter()
-        status_code: int | None = None
-        error: str | None = None
-        head: str | None = None
         if not out.active:
-            error = "subscription removed"
+            outcome = Outcome(error="subscription removed")
+        elif out.kind is SubscriptionKind.github:
+            assert self.github is not None  # claim() takes GitHub deliveries only with a publisher
+            outcome = self.github.publish(out.body)
         else:
-            headers = {
-                "Content-Type": "application/json",
-                "User-Agent": "tewatch-webhooks/1",
-                EVENT_HEADER: out.event_type,
-                DELIVERY_HEADER: out.delivery_id,
-                SIGNATURE_HEADER: sign(out.secret, out.body),
-            }
-            try:
-                response = self.client.post(out.url, content=out.body, headers=headers)
-                status_code, head = response.status_code, response.text[:RESPONSE_HEAD_CHARS]
-                if not 200 <= status_code < 300:
-                    error = f"HTTP {status_code}"
-            except httpx.HTTPError as exc:
-                error = f"{type(exc).__name__}: {exc}"[:1000]
-            except (httpx.InvalidURL, ValueError) as exc:  # a URL no request can go to (IDNA: ValueError)
-                error = f"{UNSENDABLE}{type(exc).__name__}: {exc}"[:1000]
-        ok = error is None
-        self._record(out, started, (time.perf_counter() - clock) * 1000, status_code, error, head)
-        return ok
+            outcome = self._post(out)
+        self._record(out, started, (time.perf_counter() - clock) * 1000, outcome)
+        return outcome.ok
 
-    def _record(
-        self, out: _Outgoing, started: datetime, ms: float, status_code: int | None, error: str | None, head: str | None
-    ) -> None:
+    def _post(self, out: _Outgoing) -> Outcome:
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "tewatch-webhooks/1",
+            EVENT_HEADER: out.event_type,
+            DELIVERY_HEADER: out.delivery_id,
+            SIGNATURE_HEADER: sign(out.secret, out.body),
+        }
+        try:
+            response = self.client.post(out.url, content=out.body, headers=headers)
+        except httpx.HTTPError as exc:
+            return Outcome(error=f"{type(exc).__name__}: {exc}"[:1000])
+        except (httpx.InvalidURL, ValueError) as exc:  # a URL no request can go to (IDNA: ValueError)
+            return Outcome(error=f"{UNSENDABLE}{type(exc).__name__}: {exc}"[:1000])
+        status_code, head = response.status_code, response.text[:RESPONSE_HEAD_CHARS]
+        error = None if 200 <= status_code < 300 else f"HTTP {status_code}"
+        return Outcome(status_code, error, head)
+
+    def _record(self, out: _Outgoing, started: datetime, ms: float, outcome: Outcome) -> None:
         attempt = out.attempts + 1
         values: dict = {"attempts": attempt, "lease_until": None, "lease_owner": None,
-                        "last_status_code": status_code, "last_error": error}
-        if error is None:
+                        "last_status_code": outcome.status_code, "last_error": outcome.error}
+        if outcome.ok:
             values.update(status=DeliveryStatus.delivered, delivered_at=_now())
-        elif attempt >= self.policy.max_attempts or _hopeless(error):
+        elif attempt >= self.policy.max_attempts or _hopeless(outcome):
             values.update(status=DeliveryStatus.failed)
         else:
-            values.update(next_attempt_at=_now() + timedelta(seconds=self.policy.delay(attempt)))
+            wait = self.policy.delay(attempt, outcome.retry_after)
+            values.update(next_attempt_at=_now() + timedelta(seconds=wait))
         with self.sessions() as session, session.begin():
             _write(session)
             session.add(WebhookAttempt(delivery_id=out.delivery_id, attempt=attempt, started_at=started,
-                                       duration_ms=ms, status_code=status_code, error=error, response_head=head))
+                                       duration_ms=ms, status_code=outcome.status_code, error=outcome.error,
+                                       response_head=outcome.response_head))
             session.execute(update(WebhookDelivery).where(WebhookDelivery.id == out.delivery_id).values(**values))
-        if error:
-            log.warning("webhook delivery %s attempt %d: %s", out.delivery_id, attempt, error)
+        if outcome.error:
+            log.warning("%s delivery %s attempt %d: %s", out.kind.value, out.delivery_id, attempt, outcome.error)
 
     def run_once(self) -> tuple[int, int]:
         """Send everything due now: (delivered, failed attempts).

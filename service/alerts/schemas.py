@@ -73,6 +73,7 @@ class SubscriptionIn(BaseModel):
 
 class SubscriptionOut(_Rows):
     id: int
+    kind: str = "webhook"  # or "github": the GitHub integration's, kept in step with its settings
     url: str
     event_types: list[str]
     description: str

@@ -16,6 +16,8 @@ log = logging.getLogger(__name__)
 
 
 def delivery_policy(settings: Settings) -> DeliveryPolicy:
+    # one GitHub delivery makes up to six requests (token, comments, create or update, statuses)
+    requests = 6 if settings.github_repository else 3
     return DeliveryPolicy(
         timeout_seconds=settings.webhook_timeout_seconds,
         max_attempts=settings.webhook_max_attempts,
@@ -23,8 +25,32 @@ def delivery_policy(settings: Settings) -> DeliveryPolicy:
         backoff_max_seconds=settings.webhook_backoff_max_seconds,
         poll_seconds=settings.webhook_poll_seconds,
         # a claimed delivery whose worker died is retried once its lease ends: well after any live POST
-        lease_seconds=3 * settings.webhook_timeout_seconds + 1,
+        lease_seconds=requests * settings.webhook_timeout_seconds + 1,
     )
+
+
+def outbox_worker(engine: Engine, settings: Settings) -> OutboxWorker:
+    """A worker for webhooks and, where the settings configure it, for GitHub."""
+    from tewatch.github.config import github_config
+
+    config = github_config(settings)
+    publisher = None
+    if config is not None:
+        from tewatch.github.publisher import GitHubPublisher
+
+        publisher = GitHubPublisher(config, settings.webhook_timeout_seconds)
+    return OutboxWorker(engine, delivery_policy(settings), github=publisher)
+
+
+def sync_github(engine: Engine, settings: Settings) -> None:
+    """The GitHub subscription follows the settings of the service that starts last."""
+    from tewatch.github.config import github_config
+    from tewatch.github.subscription import sync_github_subscription
+    from tewatch.store.database import WRITE_TRANSACTION, session_factory
+
+    with session_factory(engine)() as session, session.begin():
+        session.connection(execution_options={WRITE_TRANSACTION: True})
+        sync_github_subscription(session, github_config(settings))
 
 
 @contextmanager
@@ -32,8 +58,9 @@ def delivery_worker(app: FastAPI) -> Iterator[None]:
     """Deliver webhooks from a background thread for as long as the app runs (if settings allow)."""
     settings: Settings = app.state.settings
     worker = None
+    sync_github(app.state.engine, settings)
     if settings.webhook_worker:
-        worker = OutboxWorker(app.state.engine, delivery_policy(settings))
+        worker = outbox_worker(app.state.engine, settings)
         worker.start()
     app.state.webhook_worker = worker
     try:

@@ -33,7 +33,9 @@ class ServiceProcess:
         log = self.log_path.open("ab")
         command = [sys.executable, "-m", "tewatch", "serve", "--host", "127.0.0.1", "--port", str(self.port),
                    "--db", self.database_url, "--log-level", "warning"]
-        env = {**os.environ, "TEWATCH_PUBLIC_URL": self.url, **(self.env or {})}
+        # a campaign numbers its own pull requests (the A/A arm is PR+1): none of them is GitHub's
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("TEWATCH_GITHUB_")}
+        env = {**inherited, "TEWATCH_PUBLIC_URL": self.url, **(self.env or {})}
         self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:

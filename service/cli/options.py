@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
 from tewatch.core.settings import Settings
 
@@ -20,7 +21,18 @@ DatabaseOption = Annotated[
 
 
 def settings_for(db: str | None) -> Settings:
-    return Settings(database_url=db) if db else Settings()
+    """The settings, or one line naming what is wrong with them."""
+    try:
+        return Settings(database_url=db) if db else Settings()
+    except ValidationError as exc:
+        problems = "; ".join(_problem(e) for e in exc.errors())
+        raise fail(f"bad configuration: {problems}") from None
+
+
+def _problem(error: dict) -> str:
+    message = str(error["msg"]).removeprefix("Value error, ")
+    field = ".".join(str(part) for part in error.get("loc", ()))
+    return f"TEWATCH_{field.upper()}: {message}" if field else message
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

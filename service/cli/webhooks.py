@@ -57,7 +57,7 @@ def list_command(db: DatabaseOption = None) -> None:
     from tewatch.alerts.subscriptions import active_subscriptions
     from tewatch.store.alert_models import WebhookDelivery
 
-    table = Table("id", "url", "events", "pending", "delivered", "failed")
+    table = Table("id", "kind", "url", "events", "pending", "delivered", "failed")
     with Session(_engine(db)) as session:
         counts = {
             (sid, status.value): n
@@ -66,7 +66,7 @@ def list_command(db: DatabaseOption = None) -> None:
                 .group_by(WebhookDelivery.subscription_id, WebhookDelivery.status))
         }
         for s in active_subscriptions(session):
-            table.add_row(str(s.id), s.url, ", ".join(s.event_types),
+            table.add_row(str(s.id), s.kind.value, s.url, ", ".join(s.event_types),
                           *(str(counts.get((s.id, k), 0)) for k in ("pending", "delivered", "failed")))
     Console().print(table)
 
@@ -91,14 +91,14 @@ def deliver(
     follow: bool = typer.Option(False, "--follow", help="keep delivering until interrupted"),
     db: DatabaseOption = None,
 ) -> None:
-    """Send every due delivery now (retries included), or keep doing so with --follow."""
+    """Send every due delivery now (retries included), or keep doing so with --follow. GitHub deliveries
+    are sent where TEWATCH_GITHUB_* configure the integration, and wait otherwise."""
     import time
 
-    from tewatch.alerts.delivery import OutboxWorker
-    from tewatch.alerts.service_hooks import delivery_policy
+    from tewatch.alerts.service_hooks import outbox_worker
 
     settings = settings_for(db)
-    worker = OutboxWorker(_engine(db), delivery_policy(settings))
+    worker = outbox_worker(_engine(db), settings)
     delivered = failed = 0
     try:
         while True:

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -34,8 +34,24 @@ class Settings(BaseSettings):
     webhook_max_attempts: int = 10
     webhook_backoff_seconds: float = 5.0  # first retry; doubles each time
     webhook_backoff_max_seconds: float = 3600.0
+    # GitHub pull requests (tewatch.github): off while github_repository is empty
+    github_repository: str = ""  # owner/name of the repository the pull requests are in
+    github_api_url: str = "https://api.github.com"
+    github_token: SecretStr | None = None
+    github_app_id: str = ""
+    github_app_private_key: SecretStr | None = None  # PEM text, or
+    github_app_private_key_file: Path | None = None
+    github_app_installation_id: int | None = None
+    github_status_context: str = "tewatch"
 
     @field_validator("database_url")
     @classmethod
     def _normalise(cls, url: str) -> str:
         return normalise_database_url(url)
+
+    @model_validator(mode="after")
+    def _github_complete(self) -> "Settings":
+        from tewatch.github.config import github_config
+
+        github_config(self)  # raises ValueError naming the setting that is missing or wrong
+        return self

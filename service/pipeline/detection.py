@@ -527,7 +527,7 @@ def compare_pull_request(
     report.regressions.sort(key=lambda r: -abs(r.effect))
     report.improvements.sort(key=lambda r: -abs(r.effect))
     emit(session, EventType.pr_report, {
-        "pr_number": run.pr_number, "head_sha": run.commit.sha, "base_sha": run.merge_base_sha,
+        "pr_number": run.pr_number, "repo": run.commit.repo, "head_sha": run.commit.sha, "base_sha": run.merge_base_sha,
         "gpu_model": run.machine.gpu_model, "run_id": run.id, "base_run_ids": [r.id for r in base_runs],
         "counts": report.counts, "case_counts": report.case_counts, "rounds": rounds,
         "correctness_failures": len(correctness),

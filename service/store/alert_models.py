@@ -153,9 +153,17 @@ class AlertStatusChange(Base):
     alert: Mapped[Alert] = relationship(back_populates="status_changes")
 
 
+class SubscriptionKind(str, enum.Enum):
+    webhook = "webhook"  # signed POSTs to `url`
+    github = "github"  # pull-request comments and statuses (tewatch.github), kept in step with the settings
+
+
 class WebhookSubscription(Base):
     __tablename__ = "webhook_subscriptions"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[SubscriptionKind] = mapped_column(
+        _enum(SubscriptionKind, "subscription_kind"), default=SubscriptionKind.webhook,
+        server_default=SubscriptionKind.webhook.value)
     url: Mapped[str] = mapped_column(String(2000))
     secret: Mapped[str] = mapped_column(String(500))
     event_types: Mapped[list] = mapped_column(JSON, default=list)

@@ -1,0 +1,65 @@
+"""The pull request's one comment: found again by the hidden marker it starts with, and holding one
+section per GPU model, each the Markdown of that GPU's latest `pr.report`.
+
+A section is kept while it reports the same head commit as the newest section; a report older than the
+section it would replace (a retry that arrives late) changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import quote, unquote
+
+from tewatch.github.report import PrReportEvent
+
+MARKER = "<!-- tewatch:pr-report -->"
+SECTION = re.compile(
+    r"<!-- tewatch:section gpu=(?P<gpu>\S+) head=(?P<head>[0-9A-Za-z]+) at=(?P<at>\S+) -->\n"
+    r"(?P<markdown>.*?)\n<!-- /tewatch:section -->",
+    re.DOTALL,
+)
+
+
+@dataclass(frozen=True)
+class Section:
+    gpu_model: str
+    head_sha: str
+    created_at: str
+    markdown: str
+
+    @property
+    def at(self) -> datetime:
+        return datetime.fromisoformat(self.created_at)
+
+    def render(self) -> str:
+        return (f"<!-- tewatch:section gpu={quote(self.gpu_model, safe='')} head={self.head_sha} "
+                f"at={quote(self.created_at, safe='')} -->\n{self.markdown.rstrip()}\n<!-- /tewatch:section -->")
+
+
+def is_ours(body: str | None) -> bool:
+    """Starts with the marker (a reply quoting the comment starts with `>`, and is not ours)."""
+    return bool(body) and body.startswith(MARKER)
+
+
+def sections(body: str) -> list[Section]:
+    return [Section(unquote(m["gpu"]), m["head"], unquote(m["at"]), m["markdown"]) for m in SECTION.finditer(body)]
+
+
+def render(kept: list[Section]) -> str:
+    return "\n\n".join([MARKER, *(s.render() for s in sorted(kept, key=lambda s: s.gpu_model))]) + "\n"
+
+
+def comment_body(existing: str | None, report: PrReportEvent) -> str | None:
+    """The comment with `report` merged in; None when the comment already holds something newer."""
+    incoming = Section(report.gpu_model, report.head_sha, report.created_at, report.markdown)
+    by_gpu = {s.gpu_model: s for s in sections(existing or "")}
+    current = by_gpu.get(incoming.gpu_model)
+    if current is not None and current.at > incoming.at:
+        return None
+    by_gpu[incoming.gpu_model] = incoming
+    newest = max(by_gpu.values(), key=lambda s: s.at)
+    if newest is not incoming and newest.head_sha != incoming.head_sha:
+        return None  # a report of a head the pull request has already moved past
+    return render([s for s in by_gpu.values() if s.head_sha == newest.head_sha])
