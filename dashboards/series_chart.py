@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 
 from tewatch.dashboards import detection, queries
 from tewatch.dashboards.queries import SeriesHeader, SeriesPoint
+from tewatch.dashboards.templating import is_version_stand_in
 from tewatch.detect.environment import environment_changes
-from tewatch.runner.commit import version_hash
 
 MAX_DETAILED_POINTS = 600  # beyond this, the server aggregates points into buckets
 MAX_SAMPLES_DRAWN = 32
@@ -161,7 +161,7 @@ def build(session: Session, header: SeriesHeader, branch: str = "", last: int | 
 def commit_label(sha: str, te_version: str) -> str:
     """A commit as people know it: its short sha, above TE's version where the run recorded one; only the
     version where the sha is the stand-in `tewatch run` files a release wheel without a commit under."""
-    if te_version and sha == version_hash(te_version):
+    if is_version_stand_in(sha, te_version):
         return f"TE {te_version}"
     return f"{sha[:7]}\nTE {te_version}" if te_version else sha[:7]
 

@@ -78,6 +78,21 @@ def short_sha(sha: str | None) -> str:
     return (sha or "")[:10]
 
 
+def is_version_stand_in(sha: str | None, te_version: str | None) -> bool:
+    """The sha `tewatch run` files a TE wheel under when the wheel names no commit: a hash of its version."""
+    from tewatch.runner.commit import version_hash
+
+    return bool(sha and te_version) and sha == version_hash(te_version)
+
+
+def commit_text(sha: str | None, te_version: str | None = None) -> str:
+    """A commit as people know it: "2.19.0 · b447576" where the run recorded TE's version, "TE 2.20.2
+    (no commit)" for a version's stand-in, else the short sha."""
+    if is_version_stand_in(sha, te_version):
+        return f"TE {te_version} (no commit)"
+    return f"{te_version} · {(sha or '')[:7]}" if te_version else short_sha(sha)
+
+
 def query_string(params: dict, **changes: object) -> str:
     merged = {**params, **changes}
     return urlencode({k: v for k, v in merged.items() if v not in (None, "")})
@@ -99,9 +114,10 @@ def make_templates() -> Jinja2Templates:
     env.lstrip_blocks = True
     env.filters.update(
         value=format_value, ratio=format_ratio, effect=format_effect, when=format_time, sha=short_sha,
+        commit_text=commit_text,
         status_class=css_class, noise_source=describe_noise_source, breakable=breakable,
     )
-    env.globals.update(query_string=query_string, static=static_url)
+    env.globals.update(query_string=query_string, static=static_url, is_version_stand_in=is_version_stand_in)
     return templates
 
 

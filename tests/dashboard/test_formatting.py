@@ -45,3 +45,12 @@ def test_a_case_is_shown_by_its_event_time_before_its_kernel_time_and_the_hosts_
     ordered = sorted(names, key=lambda name: primary_rank(name, names[name]))
     assert ordered[:3] == ["linear.LinearFwdBwd.track_seconds", "linear.LinearFwdBwd.kernel_seconds",
                            "linear.LinearFwdBwd.tflops"]
+
+
+def test_a_commit_is_named_with_its_te_version_and_a_stand_in_says_it_is_one() -> None:
+    from tewatch.dashboards.templating import commit_text
+    from tewatch.runner.commit import version_hash
+
+    assert commit_text("b447576a" * 5, "2.19.0") == "2.19.0 · b447576"
+    assert commit_text(version_hash("2.20.2"), "2.20.2") == "TE 2.20.2 (no commit)"
+    assert commit_text("0123456789abcdef" * 2, "") == "0123456789"

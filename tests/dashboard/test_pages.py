@@ -442,3 +442,17 @@ def test_machines_name_the_last_started_run_at_the_time_runs_shows(site, page):
         assert cell.inner_text().removeprefix(link).strip() == started_on_runs[link]
         assert run["started_at"] is None or "uploaded" not in cell.inner_text()
     assert not page.problems, page.problems
+
+
+def test_runs_name_a_release_filed_without_its_commit_as_such(site, page):
+    stand_ins = {json.loads(r.run.read_text())["versions"]["te"] for r in site.runs
+                 if r.run and json.loads(r.run.read_text()).get("commit_source") == "te_version_hash"}
+    assert stand_ins, "the H200 fixtures are filed under their TE version's stand-in"
+    open_page(page, site, "/runs", "runs")
+    commits = page.query_selector_all("#runs tbody [data-role=commit]")
+    texts = {c.inner_text() for c in commits}
+    for version in stand_ins:
+        [shown] = [c for c in commits if c.inner_text() == f"TE {version} (no commit)"][:1]
+        assert "stand-in" in shown.get_attribute("title")
+    assert all(t for t in texts)
+    assert not page.problems, page.problems
