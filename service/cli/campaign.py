@@ -88,7 +88,7 @@ def demo(
     import uvicorn
 
     from tewatch.api.app import create_app
-    from tewatch.campaign.demo import prepare_demo
+    from tewatch.campaign.demo import prepare_demo, where_to_look
     from tewatch.pipeline.detection import detect_branch
     from tewatch.runner.suite import RunError
     from tewatch.store.database import make_engine
@@ -98,12 +98,14 @@ def demo(
     settings.public_url = f"http://{host}:{port}"
     try:
         prepare_demo(project.resolve(), settings.database_url, run_suites,
-                     lambda line: console.print(line, highlight=False))
+                     lambda line: console.print(line, highlight=False), settings.public_url)
     except (FileNotFoundError, RunError) as exc:
         raise fail(str(exc)) from exc
     engine = make_engine(settings.database_url)
     summary = detect_branch(engine, "main", settings.public_url)
     engine.dispose()
     console.print(f"detection: {summary.series} series, {summary.change_points} change points", highlight=False)
+    for line in where_to_look(settings.database_url, settings.public_url):
+        console.print(line, highlight=False, soft_wrap=True)
     console.print(f"dashboard: {settings.public_url}/  (Ctrl+C stops it)", highlight=False)
     uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")

@@ -50,15 +50,28 @@ def test_every_bundled_folder_is_loaded_and_the_url_is_printed(demo) -> None:
     for folder in BUNDLED_HISTORY:
         assert f"H200 history: 1 runs (1 new) from {ROOT / folder}" in " ".join(text.split())
     assert f"dashboard: {url}/" in text
+    assert f"{url}/pr/1" in text and f"{url}/alerts" in text and "correctness" in text
 
 
 def test_the_dashboard_shows_the_h200_runs_and_their_verdicts(demo) -> None:
     url, _ = demo
     runs = httpx.get(f"{url}/api/v1/runs", timeout=30).json()
     items = runs["items"] if isinstance(runs, dict) else runs
-    assert len(items) == len(BUNDLED_HISTORY)
+    assert len(items) == len(BUNDLED_HISTORY) + 2  # and the campaign's base and head
     matrix = httpx.get(f"{url}/matrix", timeout=30)
     assert matrix.status_code == 200 and "NVIDIA H200" in matrix.text
     # te.Linear under torch.compile from the quick profile, world sizes 1 and 2 from the 2-GPU run
     assert '<option value="nvfp4-ref" >nvfp4-ref</option>' in matrix.text
     assert '<option value="2" >2</option>' in matrix.text
+
+
+def test_the_demo_opens_the_alerts_an_upload_stream_would_and_holds_a_pull_request(demo) -> None:
+    url, _ = demo
+    alerts = httpx.get(f"{url}/api/v1/alerts", params={"status": "open"}, timeout=30).json()
+    items = alerts["items"] if isinstance(alerts, dict) else alerts
+    assert any(a["kind"] == "correctness" for a in items)
+    comparisons = httpx.get(f"{url}/api/v1/prs/1/comparisons", timeout=30).json()
+    assert comparisons and {c["rounds"] for c in comparisons} >= {2}
+    assert sum(c["verdict"] == "regression" for c in comparisons) >= 23
+    page = httpx.get(f"{url}/pr/1", timeout=30)
+    assert page.status_code == 200
