@@ -22,7 +22,7 @@ from playwright.sync_api import sync_playwright
 from tewatch.campaign.service_process import ServiceProcess
 
 PAGES = {"overview": "/", "matrix": "/matrix", "pr-1": "/pr/1", "alerts": "/alerts", "runs": "/runs",
-         "machines": "/machines"}
+         "machines": "/machines", "docs": "/docs"}
 
 
 def copy_database(source: str, folder: Path) -> str:
