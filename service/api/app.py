@@ -18,7 +18,7 @@ from tewatch.store.database import make_engine
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The app for one database. Migrations are applied by `tewatch serve`/`tewatch db upgrade`, not here."""
     settings = settings or Settings()
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, settings.lock_wait_seconds)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):

@@ -6,15 +6,39 @@ from urllib.parse import parse_qsl
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tewatch.ingest.errors import IngestError
+from tewatch.store.contention import busy_reason
+
+BUSY_RETRY_AFTER_SECONDS = 5
 
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(IngestError)
     async def _ingest_error(_: Request, exc: IngestError) -> JSONResponse:
         return JSONResponse(exc.as_dict(), status_code=exc.status_code)
+
+    @app.exception_handler(DBAPIError)
+    async def _database_error(request: Request, exc: DBAPIError) -> JSONResponse:
+        reason = busy_reason(exc)
+        if reason is None:
+            raise exc
+        return busy_answer(reason, request.app.state.settings.lock_wait_seconds)
+
+
+def busy_answer(reason: str, waited_seconds: float) -> JSONResponse:
+    """503 with Retry-After: the transaction waited for `reason` and was rolled back, nothing stored."""
+    detail = (
+        f"the store is busy: this request waited {waited_seconds:g} s for {reason} and stored nothing; "
+        f"try again in {BUSY_RETRY_AFTER_SECONDS} s"
+    )
+    return JSONResponse(
+        {"detail": detail, "retry_after": BUSY_RETRY_AFTER_SECONDS},
+        status_code=503,
+        headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)},
+    )
 
 
 class RefuseNul:

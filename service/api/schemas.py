@@ -26,6 +26,15 @@ class ErrorAnswer(BaseModel):
     column: int | None = None
 
 
+class BusyAnswer(BaseModel):
+    detail: str
+    retry_after: int
+
+
+BUSY = {503: {"model": BusyAnswer, "description": "the store was busy: nothing was stored, try again after "
+                                                  "the answer's Retry-After (seconds)"}}
+
+
 class RunSummary(BaseModel):
     id: int
     digest: str

@@ -34,13 +34,12 @@ def add(
     db: DatabaseOption = None,
 ) -> None:
     """Subscribe URL to event types."""
-    from sqlalchemy.orm import Session
-
     from tewatch.alerts.events import EVENT_TYPES
     from tewatch.alerts.subscriptions import SubscriptionError, add_subscription
+    from tewatch.store.database import write_session
 
     types = [t.strip() for item in events or EVENT_TYPES for t in item.split(",") if t.strip()]
-    with Session(_engine(db)) as session, session.begin():
+    with write_session(_engine(db)) as session:
         try:
             subscription = add_subscription(session, url, secret, types, description)
         except SubscriptionError as exc:
@@ -74,11 +73,10 @@ def list_command(db: DatabaseOption = None) -> None:
 @webhooks_app.command("remove")
 def remove(subscription_id: int = typer.Argument(...), db: DatabaseOption = None) -> None:
     """Stop deliveries to a subscription (its delivery log stays)."""
-    from sqlalchemy.orm import Session
-
     from tewatch.alerts.subscriptions import SubscriptionError, remove_subscription
+    from tewatch.store.database import write_session
 
-    with Session(_engine(db)) as session, session.begin():
+    with write_session(_engine(db)) as session:
         try:
             remove_subscription(session, subscription_id)
         except SubscriptionError as exc:

@@ -26,6 +26,7 @@ class Settings(BaseSettings):
     public_url: str = "http://127.0.0.1:8000"
     read_token_required: bool = False
     dashboard_cache_entries: int = 64  # rendered overview/matrix contents kept per store state; 0: none
+    lock_wait_seconds: float = Field(30.0, gt=0)  # a writer's wait for a lock before answering 503
     # detection and webhooks
     detect_after_upload: bool = True
     webhook_worker: bool = True  # deliver webhooks from inside the service

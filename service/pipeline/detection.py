@@ -4,8 +4,7 @@ merge base. Detections, alerts and webhook events are written in one transaction
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +30,7 @@ from tewatch.detect.environment import environment_shift
 from tewatch.detect.version import DETECTOR_VERSION
 from tewatch.pipeline.history import History, SeriesInfo, branch_histories, series_infos
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, Detection, PrComparison
-from tewatch.store.database import WRITE_TRANSACTION, session_factory
+from tewatch.store.database import write_session
 from tewatch.store.models import (
     Case,
     Commit,
@@ -59,14 +58,6 @@ class DetectSummary:
     resolved_alerts: int = 0
     comparisons: dict[str, int] = field(default_factory=dict)
     events: int = 0
-
-
-@contextmanager
-def write_session(engine: Engine) -> Iterator[Session]:
-    """One write transaction (SQLite: BEGIN IMMEDIATE): committed on success, rolled back on error."""
-    with session_factory(engine)() as session, session.begin():
-        session.connection(execution_options={WRITE_TRANSACTION: True})
-        yield session
 
 
 # change points on a branch ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tewatch.core.settings import normalise_database_url
 
-SQLITE_BUSY_TIMEOUT_MS = 30_000
+LOCK_WAIT_SECONDS = 30.0  # how long a writer waits for a lock another writer holds (store.contention)
 SQLITE_CACHE_KIB = 64 * 1024  # per connection
 # Connection execution option: begin the transaction with a write lock (SQLite `BEGIN IMMEDIATE`), so
 # concurrent writers queue on the busy timeout instead of failing when a read lock cannot be upgraded.
@@ -27,27 +27,32 @@ def json_text(value) -> str:
     return orjson.dumps(value).decode("utf-8")
 
 
-def make_engine(url: str, **kwargs) -> Engine:
+def make_engine(url: str, lock_wait_seconds: float = LOCK_WAIT_SECONDS, **kwargs) -> Engine:
+    """An engine whose writers wait at most `lock_wait_seconds` for a lock (SQLite's write lock, a
+    PostgreSQL row or table lock); past it the statement fails with what store.contention calls busy."""
     url = normalise_database_url(url)
     kwargs.setdefault("json_serializer", json_text)
     kwargs.setdefault("json_deserializer", orjson.loads)
+    wait_ms = max(int(lock_wait_seconds * 1000), 1)
     if url.startswith("sqlite"):
         engine = create_engine(
-            url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}, **kwargs
+            url, connect_args={"timeout": wait_ms / 1000, "check_same_thread": False}, **kwargs
         )
-        _configure_sqlite(engine)
+        _configure_sqlite(engine, wait_ms)
         return engine
-    return create_engine(url, pool_pre_ping=True, **kwargs)
+    return create_engine(
+        url, pool_pre_ping=True, connect_args={"options": f"-c lock_timeout={wait_ms}"}, **kwargs
+    )
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:
         # Let SQLAlchemy, not the driver, emit BEGIN (pysqlite's implicit transactions defeat BEGIN IMMEDIATE).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         # The default 2 MB page cache makes every upload re-read the results indexes from the OS once
@@ -64,6 +69,16 @@ def _configure_sqlite(engine: Engine) -> None:
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
+
+
+@contextmanager
+def write_session(engine: Engine) -> Iterator[Session]:
+    """One write transaction through the ORM (SQLite: BEGIN IMMEDIATE): committed on success, rolled back
+    on any exception. Every writer takes its lock this way: a deferred SQLite transaction that read
+    before it writes fails at once ("database is locked") when another writer committed in between."""
+    with session_factory(engine)() as session, session.begin():
+        session.connection(execution_options={WRITE_TRANSACTION: True})
+        yield session
 
 
 @contextmanager

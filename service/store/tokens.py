@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection, Engine, select, update
 
+from tewatch.store.database import write_connection
 from tewatch.store.models import ApiToken
 
 TOKEN_PREFIX = "tw_"
@@ -19,7 +20,7 @@ def hash_token(token: str) -> str:
 
 def create_token(engine: Engine, name: str = "") -> str:
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    with engine.begin() as conn:
+    with write_connection(engine) as conn:
         conn.execute(
             ApiToken.__table__.insert().values(
                 name=name, token_hash=hash_token(token), created_at=datetime.now(UTC)
@@ -36,7 +37,7 @@ def token_is_valid(conn: Connection, token: str) -> bool:
 
 
 def revoke_token(engine: Engine, token_id: int) -> bool:
-    with engine.begin() as conn:
+    with write_connection(engine) as conn:
         done = conn.execute(
             update(ApiToken)
             .where(ApiToken.id == token_id, ApiToken.revoked_at.is_(None))

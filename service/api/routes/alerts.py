@@ -8,7 +8,9 @@ from tewatch.alerts.lifecycle import TransitionError, change_status
 from tewatch.alerts.schemas import AlertDetailOut, AlertOut, StatusChangeIn
 from tewatch.api.deps import get_engine, read_access, require_token
 from tewatch.api.params import Offset, OptionalQueryInt, PathInt
+from tewatch.api.schemas import BUSY
 from tewatch.store.alert_models import Alert
+from tewatch.store.database import write_session
 
 router = APIRouter(tags=["alerts"])
 
@@ -39,10 +41,10 @@ def get_alert(request: Request, alert_id: PathInt):
 
 
 @router.post("/api/v1/alerts/{alert_id}/status", response_model=AlertDetailOut,
-             dependencies=[Depends(require_token)], responses={404: {}, 409: {}})
+             dependencies=[Depends(require_token)], responses={404: {}, 409: {}, **BUSY})
 def set_alert_status(request: Request, alert_id: PathInt, change: StatusChangeIn):
     """Acknowledge, resolve, dismiss or reopen an alert; the change is kept in its history."""
-    with Session(get_engine(request)) as session, session.begin():
+    with write_session(get_engine(request)) as session:
         alert = session.get(Alert, alert_id)
         if alert is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"no alert {alert_id}")

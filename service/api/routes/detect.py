@@ -6,6 +6,7 @@ from tewatch.alerts import queries
 from tewatch.alerts.schemas import ComparisonOut, DetectIn, DetectionOut, DetectOut
 from tewatch.api.deps import get_engine, get_settings, read_access, require_token
 from tewatch.api.params import Offset, OptionalQueryInt, PathInt
+from tewatch.api.schemas import BUSY
 
 router = APIRouter(tags=["detection"])
 
@@ -33,7 +34,8 @@ def list_comparisons(request: Request, pr_number: PathInt):
         return queries.pr_comparisons(session, pr_number)
 
 
-@router.post("/api/v1/detect", response_model=DetectOut, dependencies=[Depends(require_token)])
+@router.post("/api/v1/detect", response_model=DetectOut, dependencies=[Depends(require_token)],
+             responses=BUSY)
 async def run_detection(request: Request, body: DetectIn):
     """Run change-point detection over a branch's whole stored history now."""
     from tewatch.pipeline.detection import detect_branch

@@ -2,18 +2,20 @@ import time
 from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response, status
+from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 
 from tewatch.alerts.service_hooks import detect_after_upload_task
 from tewatch.api.deps import get_engine, get_settings, require_token
-from tewatch.api.schemas import ErrorAnswer, UploadAnswer
+from tewatch.api.schemas import BUSY, ErrorAnswer, UploadAnswer
 from tewatch.api.upload_body import bundle_from_form, parse_form, read_limited_body
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.service import ingest_bundle
+from tewatch.store.contention import busy_reason
 
 router = APIRouter(tags=["upload"])
 
-ERRORS = {code: {"model": ErrorAnswer} for code in (400, 401, 413, 415, 422)}
+ERRORS = {**{code: {"model": ErrorAnswer} for code in (400, 401, 413, 415, 422)}, **BUSY}
 
 
 @router.post(
@@ -62,6 +64,10 @@ async def upload_run(
         stored = await run_in_threadpool(ingest_bundle, get_engine(request), bundle)
     except IngestError:
         metrics.uploads.labels("rejected").inc()
+        raise
+    except DBAPIError as exc:
+        if busy_reason(exc):
+            metrics.uploads.labels("busy").inc()
         raise
     metrics.ingest_seconds.observe(time.perf_counter() - start)
     metrics.uploads.labels("created" if stored.created else "already_stored").inc()

@@ -13,18 +13,20 @@ from tewatch.alerts.subscriptions import (
 )
 from tewatch.api.deps import get_engine, require_token
 from tewatch.api.params import OptionalQueryInt, PathInt
+from tewatch.api.schemas import BUSY
 from tewatch.store.alert_models import DeliveryStatus, WebhookDelivery
+from tewatch.store.database import write_session
 
 # Subscriptions hold secrets and URLs of private receivers: every route needs a token.
 router = APIRouter(tags=["webhooks"], dependencies=[Depends(require_token)])
 
 
 @router.post("/api/v1/webhooks", response_model=SubscriptionOut, status_code=status.HTTP_201_CREATED,
-             responses={422: {}})
+             responses={422: {}, **BUSY})
 def create_subscription(request: Request, body: SubscriptionIn):
     """Subscribe a URL to event types (regression.detected, correctness.failed, pr.report). The secret
     signs every body (X-Tewatch-Signature-256) and is never shown again."""
-    with Session(get_engine(request)) as session, session.begin():
+    with write_session(get_engine(request)) as session:
         try:
             subscription = add_subscription(session, body.url, body.secret, body.event_types, body.description)
         except SubscriptionError as exc:
@@ -38,9 +40,10 @@ def list_subscriptions(request: Request):
         return active_subscriptions(session)
 
 
-@router.delete("/api/v1/webhooks/{subscription_id}", status_code=status.HTTP_204_NO_CONTENT, responses={404: {}})
+@router.delete("/api/v1/webhooks/{subscription_id}", status_code=status.HTTP_204_NO_CONTENT,
+               responses={404: {}, **BUSY})
 def delete_subscription(request: Request, subscription_id: PathInt):
-    with Session(get_engine(request)) as session, session.begin():
+    with write_session(get_engine(request)) as session:
         try:
             remove_subscription(session, subscription_id)
         except SubscriptionError as exc:
@@ -60,10 +63,11 @@ def list_deliveries(
         return queries.list_deliveries(session, status, subscription_id, min(max(limit, 1), 1000))
 
 
-@router.post("/api/v1/webhooks/deliveries/{delivery_id}/redeliver", response_model=DeliveryOut, responses={404: {}})
+@router.post("/api/v1/webhooks/deliveries/{delivery_id}/redeliver", response_model=DeliveryOut,
+             responses={404: {}, **BUSY})
 def redeliver(request: Request, delivery_id: str):
     """Send a delivery again (same delivery id), e.g. after it failed its last attempt."""
-    with Session(get_engine(request)) as session, session.begin():
+    with write_session(get_engine(request)) as session:
         delivery = session.get(WebhookDelivery, delivery_id)
         if delivery is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"no delivery {delivery_id}")
