@@ -23,6 +23,8 @@ class Settings(BaseSettings):
 
     database_url: str = Field(default_factory=default_database_url)
     max_upload_bytes: int = 64 * 1024 * 1024
+    max_upload_results: int = Field(50_000, ge=1)  # result rows one upload may create
+    max_upload_cases: int = Field(10_000, ge=1)  # cases one upload may create
     public_url: str = "http://127.0.0.1:8000"
     read_token_required: bool = False
     dashboard_cache_entries: int = 64  # rendered overview/matrix contents kept per store state; 0: none

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tewatch.ingest.bounds import UNBOUNDED, UploadBounds
 from tewatch.ingest.discover import DiscoveryError, find_runs
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.jsonfile import load_json_object
@@ -204,7 +205,7 @@ def _samples_column(values: list[Any], file: str, where: str) -> list[list[float
     return out
 
 
-def parse_results(content: bytes, file: str = "result") -> AsvResults:
+def parse_results(content: bytes, file: str = "result", bounds: UploadBounds = UNBOUNDED) -> AsvResults:
     data = load_json_object(content, file)
     version = data.get("version")
     if version != SUPPORTED_RESULTS_VERSION:
@@ -226,7 +227,11 @@ def parse_results(content: bytes, file: str = "result") -> AsvResults:
     date = data.get("date")
     if date is not None:
         date = _epoch_ms(date, file, "date")
-    benchmarks = [_parse_row(name, row, columns, file) for name, row in sorted(data["results"].items())]
+    benchmarks: list[BenchmarkResult] = []
+    count = 0
+    for name, row in sorted(data["results"].items()):
+        benchmarks.append(_parse_row(name, row, columns, file, bounds, count))
+        count += len(benchmarks[-1].combos)
     return AsvResults(
         commit_hash=data["commit_hash"],
         env_name=data["env_name"],
@@ -248,7 +253,9 @@ def _epoch_ms(value: Any, file: str, where: str) -> int:
     return int(value)
 
 
-def _parse_row(name: str, row: Any, columns: list[str], file: str) -> BenchmarkResult:
+def _parse_row(
+    name: str, row: Any, columns: list[str], file: str, bounds: UploadBounds, so_far: int
+) -> BenchmarkResult:
     where = f"results.{name}"
     _text(name, file, where, Benchmark.name)
     if not isinstance(row, list) or len(row) < 2 or len(row) > len(columns):
@@ -264,6 +271,9 @@ def _parse_row(name: str, row: Any, columns: list[str], file: str) -> BenchmarkR
     for i, reprs in enumerate(params):
         for j, text in enumerate(reprs):
             _text(text, file, f"{where}.params[{i}][{j}]")
+    sizes = [len(p) for p in params]
+    origin = f"{name}: {' x '.join(map(str, sizes)) or 1} parameter combinations"
+    bounds.check_results(so_far + math.prod(sizes), file, f"{where}.params", origin)
     combos = list(itertools.product(*params)) if params else [()]
     n = len(combos)
 

@@ -17,6 +17,7 @@ from tewatch.ingest.asv_files import (
     parse_machine,
     parse_results,
 )
+from tewatch.ingest.bounds import UNBOUNDED, UploadBounds
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.fingerprints import (
@@ -167,14 +168,19 @@ def _case_identity(
     return case_id(case_name, params), params, fingerprint
 
 
-def build_plan(bundle: UploadBundle) -> RunPlan:
-    results = parse_results(bundle.result)
+def build_plan(bundle: UploadBundle, bounds: UploadBounds = UNBOUNDED) -> RunPlan:
+    """Raises IngestError when a file is malformed or the upload would create more than `bounds`."""
+    results = parse_results(bundle.result, bounds=bounds)
     infos = parse_benchmarks(bundle.benchmarks)
     machine_keys = parse_machine(bundle.machine)
     run_record = parse_record(RunRecord, bundle.run, "run") if bundle.run is not None else None
+    bounds.check_cases(len(bundle.cases), "cases", None, f"{len(bundle.cases):,} case records")
     records = _case_records(bundle)
     stderr = bundle.asv_stderr.decode("utf-8", errors="replace") if bundle.asv_stderr else ""
-    return _Planner(bundle, results, infos, machine_keys, run_record, records, stderr).plan()
+    plan = _Planner(bundle, results, infos, machine_keys, run_record, records, stderr).plan()
+    bounds.check_results(len(plan.results), "cases", "metrics", "asv's results and the case records' metrics")
+    bounds.check_cases(len(plan.cases), "result", "results", "in its results and case records")
+    return plan
 
 
 def _case_records(bundle: UploadBundle) -> dict[str, CaseRecord]:

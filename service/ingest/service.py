@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
+from tewatch.ingest.bounds import UploadBounds
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.plan import build_plan
 from tewatch.ingest.storable import check_plan
@@ -12,10 +13,11 @@ from tewatch.store.database import write_connection
 from tewatch.store.gc_pause import collector_paused
 
 
-def ingest_bundle(engine: Engine, bundle: UploadBundle) -> StoredRun:
+def ingest_bundle(engine: Engine, bundle: UploadBundle, bounds: UploadBounds | None = None) -> StoredRun:
     """Store the upload, or answer with the run an identical earlier upload created.
 
-    Raises IngestError (nothing written) when any file is malformed or breaks the contract.
+    Raises IngestError (nothing written) when any file is malformed, breaks the contract or would create
+    more than `bounds` (default: UploadBounds()).
     """
     digest = bundle.digest()
     with engine.connect() as conn:
@@ -24,7 +26,7 @@ def ingest_bundle(engine: Engine, bundle: UploadBundle) -> StoredRun:
         return StoredRun(found[0], False, digest, found[1])
     try:
         with collector_paused():
-            plan = build_plan(bundle)
+            plan = build_plan(bundle, bounds or UploadBounds())
             check_plan(plan)
             with write_connection(engine) as conn:
                 return store_plan(conn, plan)

@@ -9,6 +9,7 @@ from tewatch.alerts.service_hooks import detect_after_upload_task
 from tewatch.api.deps import get_engine, get_settings, require_token
 from tewatch.api.schemas import BUSY, ErrorAnswer, UploadAnswer
 from tewatch.api.upload_body import bundle_from_form, parse_form, read_limited_body
+from tewatch.ingest.bounds import UploadBounds
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.service import ingest_bundle
 from tewatch.store.contention import busy_reason
@@ -56,12 +57,14 @@ async def upload_run(
     """Store what one `asv run` left behind (see docs/records.md). The same upload twice answers 200
     with the run the first one created."""
     metrics = request.app.state.metrics
-    limit = get_settings(request).max_upload_bytes
+    settings = get_settings(request)
+    limit = settings.max_upload_bytes
+    bounds = UploadBounds(results=settings.max_upload_results, cases=settings.max_upload_cases)
     start = time.perf_counter()
     try:
         body = await read_limited_body(request, limit)
         bundle = await bundle_from_form(await parse_form(request, body))
-        stored = await run_in_threadpool(ingest_bundle, get_engine(request), bundle)
+        stored = await run_in_threadpool(ingest_bundle, get_engine(request), bundle, bounds)
     except IngestError:
         metrics.uploads.labels("rejected").inc()
         raise
