@@ -1,5 +1,7 @@
 """Detection against the store: change points on branches, correctness flips, pull requests against their
-merge base. Detections, alerts and webhook events are written in one transaction per call."""
+merge base. Each reads and computes outside any write transaction, then writes its detections, alerts and
+webhook events in short ones (a batch of series or cases each), so uploads and acknowledgements wait for
+a batch at most, never for a whole detection."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from tewatch.alerts.events import EventType, emit
@@ -44,6 +46,8 @@ from tewatch.store.models import (
 
 FAILING = frozenset(VerdictStatus(s) for s in FAILING_STATUSES)
 HISTORY_FOR_NOISE = 60
+WRITE_BATCH = 200  # series (or cases) stored per write transaction
+STALE_ATTEMPTS = 3
 
 
 @dataclass
@@ -130,27 +134,81 @@ def _record_change_point(
         summary.events += 1
 
 
-def detect_histories(
-    session: Session, histories: list[History], branch: str, config: ChangePointConfig, public_url: str,
-    summary: DetectSummary, progress: Callable[[int], None] | None = None,
-) -> None:
-    keys = [h.info.key for h in histories]
+@dataclass(frozen=True)
+class _Found:
+    history: History
+    change_points: list[ChangePoint]
+
+
+class _Stale(Exception):
+    """A run landed on the branch after its histories were read."""
+
+
+def _branch_state(session: Session, branch: str) -> tuple[int, int | None]:
+    """Changes whenever a run lands on the branch (runs are never deleted)."""
+    count, newest = session.execute(
+        select(func.count(Run.id), func.max(Run.id)).where(Run.branch == branch, Run.pr_number.is_(None))
+    ).one()
+    return count, newest
+
+
+def _stored_detections(session: Session, branch: str, keys: list[str]) -> dict[str, list[Detection]]:
     stored: dict[str, list[Detection]] = defaultdict(list)
     for start in range(0, len(keys), 500):
         query = select(Detection).where(Detection.branch == branch, Detection.active.is_(True),
                                         Detection.series_key.in_(keys[start : start + 500]))
         for detection in session.scalars(query):
             stored[detection.series_key].append(detection)
-    for history in histories:
-        summary.series += 1
-        existing = stored.get(history.info.key, [])
-        for cp in detect_change_points(history.values, config):
-            _record_change_point(session, history, cp, branch, config, public_url, summary, existing)
-        for gone in existing:  # later history no longer supports it
-            gone.active = False
-            summary.withdrawn += 1
-        if progress:
-            progress(1)
+    return stored
+
+
+def _store_change_points(
+    engine: Engine, found: list[_Found], branch: str, config: ChangePointConfig, public_url: str,
+    summary: DetectSummary, state: tuple[int, int | None] | None,
+) -> None:
+    """Store what the histories showed, WRITE_BATCH series per transaction. With `state`, raises _Stale
+    before a batch once the branch has moved on from it (batches already stored stay: storing is
+    idempotent, the next pass updates them)."""
+    for start in range(0, len(found), WRITE_BATCH):
+        batch = found[start : start + WRITE_BATCH]
+        with write_session(engine) as session:
+            if state is not None and _branch_state(session, branch) != state:
+                raise _Stale
+            stored = _stored_detections(session, branch, [f.history.info.key for f in batch])
+            for item in batch:
+                commits = {p.commit_id for p in item.history.points}
+                existing = stored.get(item.history.info.key, [])
+                for cp in item.change_points:
+                    _record_change_point(session, item.history, cp, branch, config, public_url, summary, existing)
+                for gone in existing:
+                    if gone.commit_id in commits:  # later history no longer supports it
+                        gone.active = False
+                        summary.withdrawn += 1
+    summary.series += len(found)
+
+
+def _detect_on_branch(
+    engine: Engine, branch: str, public_url: str, config: ChangePointConfig, summary: DetectSummary,
+    series_ids: list[int] | None = None, progress_total: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> None:
+    for attempt in range(STALE_ATTEMPTS):
+        with Session(engine) as session:
+            state = _branch_state(session, branch)
+            histories = branch_histories(session, branch, series_ids)
+        if progress_total and attempt == 0:
+            progress_total(len(histories))
+        found = []
+        for history in histories:
+            found.append(_Found(history, detect_change_points(history.values, config)))
+            if progress and attempt == 0:
+                progress(1)
+        last = attempt == STALE_ATTEMPTS - 1
+        try:
+            _store_change_points(engine, found, branch, config, public_url, summary, None if last else state)
+            return
+        except _Stale:
+            continue
 
 
 def detect_branch(
@@ -158,13 +216,13 @@ def detect_branch(
     series_ids: list[int] | None = None, progress_total: Callable[[int], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> DetectSummary:
-    config = config or ChangePointConfig()
+    """Change points in every series of a branch (or of `series_ids`). Histories are read and change
+    points computed outside any write transaction; only storing them holds the write lock, a batch at a
+    time. When a run lands on the branch meanwhile, the pass starts again from the newer history (the
+    last of STALE_ATTEMPTS passes stores regardless)."""
     summary = DetectSummary()
-    with write_session(engine) as session:
-        histories = branch_histories(session, branch, series_ids)
-        if progress_total:
-            progress_total(len(histories))
-        detect_histories(session, histories, branch, config, public_url, summary, progress)
+    _detect_on_branch(engine, branch, public_url, config or ChangePointConfig(), summary, series_ids,
+                      progress_total, progress)
     return summary
 
 
@@ -211,48 +269,90 @@ def previous_verdicts(session: Session, run: Run) -> dict[int, VerdictStatus]:
     return latest
 
 
-def check_correctness(session: Session, run: Run, public_url: str, summary: DetectSummary) -> list[CorrectnessRow]:
+@dataclass(frozen=True)
+class _NewFailure:
+    row: CorrectnessRow
+    dedupe_key: str
+    title: str
+    alert_fields: dict
+    event: dict  # the correctness.failed payload but its alert id
+
+
+@dataclass
+class CorrectnessChanges:
+    """What a run's verdicts change, read from the store: its new failures, and (on a branch) the cases
+    that pass again, whose open correctness alerts it resolves."""
+
+    run_id: int
+    branch: str | None
+    sha: str
+    failures: list[_NewFailure]
+    passing_case_ids: list[int]
+
+    @property
+    def rows(self) -> list[CorrectnessRow]:
+        return [f.row for f in self.failures]
+
+
+def correctness_changes(session: Session, run: Run, public_url: str) -> CorrectnessChanges:
     before = previous_verdicts(session, run)
     scope = f"pr{run.pr_number}" if run.pr_number is not None else f"branch:{run.branch}"
-    rows = []
+    failures, passing = [], []
     query = select(Verdict, Case).join(Case, Verdict.case_id == Case.id).where(Verdict.run_id == run.id)
     for verdict, case in session.execute(query).all():
         previous = before.get(case.id)
         if is_new_failure(verdict.status, previous):
             detail = _verdict_detail(verdict)
-            rows.append(CorrectnessRow(_case_label(case), previous.value if previous else "", verdict.status.value,
-                                       detail, case.id))
-            alert, created = open_alert(
-                session, f"correctness:{case.fingerprint}:{scope}:{run.id}", AlertKind.correctness,
-                f"{_case_label(case)} on {case.gpu_model}: {verdict.status.value}",
-                case_id=case.id, verdict_id=verdict.id, run_id=run.id, branch=run.branch,
-                pr_number=run.pr_number, gpu_model=case.gpu_model,
-                details={"previous": previous.value if previous else None, "status": verdict.status.value,
-                         "detail": detail},
-            )
-            if created:
-                summary.correctness_alerts += 1
-                emit(session, EventType.correctness_failed, {
-                    "alert_id": alert.id, "case": _case_label(case), "case_id": case.id, "gpu_model": case.gpu_model,
+            failures.append(_NewFailure(
+                row=CorrectnessRow(_case_label(case), previous.value if previous else "", verdict.status.value,
+                                   detail, case.id),
+                dedupe_key=f"correctness:{case.fingerprint}:{scope}:{run.id}",
+                title=f"{_case_label(case)} on {case.gpu_model}: {verdict.status.value}",
+                alert_fields={
+                    "case_id": case.id, "verdict_id": verdict.id, "run_id": run.id, "branch": run.branch,
+                    "pr_number": run.pr_number, "gpu_model": case.gpu_model,
+                    "details": {"previous": previous.value if previous else None, "status": verdict.status.value,
+                                "detail": detail},
+                },
+                event={
+                    "case": _case_label(case), "case_id": case.id, "gpu_model": case.gpu_model,
                     "branch": run.branch, "pr_number": run.pr_number, "commit": run.commit.sha,
                     "previous": previous.value if previous else None, "status": verdict.status.value,
                     "check": verdict.check, "exception_class": verdict.exception_class,
                     "message": verdict.message, "metric": verdict.metric, "value": verdict.metric_value,
                     "tolerance": verdict.tolerance,
                     "links": {"alerts": f"{public_url.rstrip('/')}/alerts"},
-                })
-                summary.events += 1
+                },
+            ))
         elif verdict.status == VerdictStatus.passed and run.pr_number is None:
+            passing.append(case.id)
+    return CorrectnessChanges(run.id, run.branch, run.commit.sha, failures, passing)
+
+
+def store_correctness(engine: Engine, changes: CorrectnessChanges, summary: DetectSummary) -> None:
+    """Open an alert (and queue a correctness.failed event) per new failure and resolve the alerts of
+    cases passing again, WRITE_BATCH at a time; alerts are keyed by run, so storing twice adds nothing."""
+    for start in range(0, len(changes.failures), WRITE_BATCH):
+        with write_session(engine) as session:
+            for failure in changes.failures[start : start + WRITE_BATCH]:
+                alert, created = open_alert(session, failure.dedupe_key, AlertKind.correctness, failure.title,
+                                            **failure.alert_fields)
+                if created:
+                    summary.correctness_alerts += 1
+                    emit(session, EventType.correctness_failed, {"alert_id": alert.id, **failure.event})
+                    summary.events += 1
+    for start in range(0, len(changes.passing_case_ids), WRITE_BATCH):
+        with write_session(engine) as session:
             open_ones = session.scalars(select(Alert).where(
-                Alert.kind == AlertKind.correctness, Alert.case_id == case.id, Alert.branch == run.branch,
-                Alert.pr_number.is_(None), Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged])))
+                Alert.kind == AlertKind.correctness, Alert.case_id.in_(changes.passing_case_ids[start : start + WRITE_BATCH]),
+                Alert.branch == changes.branch, Alert.pr_number.is_(None),
+                Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged])))
             for alert in open_ones:
-                sha = run.commit.sha
                 change_status(session, alert, AlertStatus.resolved, "detector",
-                              f"passes again in run {run.id} at commit {sha}")
-                alert.details = {**(alert.details or {}), "fixed_by_commit": sha, "fixed_by_run": run.id}
+                              f"passes again in run {changes.run_id} at commit {changes.sha}")
+                alert.details = {**(alert.details or {}), "fixed_by_commit": changes.sha,
+                                 "fixed_by_run": changes.run_id}
                 summary.resolved_alerts += 1
-    return rows
 
 
 @dataclass(frozen=True)
@@ -436,12 +536,27 @@ def case_verdicts(comparisons: list[tuple[int, SeriesInfo, Comparison]], primary
     return verdicts
 
 
-def compare_pull_request(
+@dataclass
+class PrComparisonPlan:
+    """A pull request's comparisons against its merge base and its report, computed; nothing stored yet."""
+
+    run_id: int
+    pr_number: int
+    branch: str | None
+    base_run_ids: list[int]
+    compared: list[tuple[int, SeriesInfo, Comparison]]
+    primary: set[int]
+    report: PrReport
+    event: dict
+    config: CompareConfig
+
+
+def plan_pr_comparison(
     session: Session, run: Run, correctness: list[CorrectnessRow], public_url: str, config: CompareConfig,
-    summary: DetectSummary, fixed: list[FixedCase] | None = None,
-) -> PrReport | None:
-    """The PR's timing comparisons against its merge base, its alerts, and the `pr.report` event; `fixed`
-    (from `fixed_cases`) are the cases it makes pass again, computed here when not given."""
+    fixed: list[FixedCase] | None = None,
+) -> PrComparisonPlan:
+    """The PR's timing comparisons against its merge base and its `pr.report`, read and computed only;
+    `fixed` (from `fixed_cases`) are the cases it makes pass again, computed here when not given."""
     fixed = fixed_cases(session, run) if fixed is None else fixed
     base_runs = merge_base_runs(session, run)
     same_session = [r for r in base_runs if run.ab_session and r.ab_session == run.ab_session]
@@ -486,38 +601,15 @@ def compare_pull_request(
         case_counts=dict(Counter(by_case.values())), rounds=rounds,
     )
     for series_id, info, comparison in compared:
-        row = PrComparison(
-            pr_number=run.pr_number, head_run_id=run.id, base_run_ids=[r.id for r in base_runs], series_id=series_id,
-            series_key=info.key, verdict=comparison.verdict.value, baseline=nan_to_none(comparison.baseline),
-            head=nan_to_none(comparison.head), effect=nan_to_none(comparison.effect),
-            ci_low=nan_to_none(comparison.ci_low), ci_high=nan_to_none(comparison.ci_high),
-            p_value=nan_to_none(comparison.p_value), q_value=nan_to_none(comparison.q_value),
-            n_base=comparison.n_base, n_head=comparison.n_head,
-            between_run_sigma=nan_to_none(comparison.between_run_sigma), noise_source=comparison.noise_source.value,
-            rounds=comparison.rounds, modes=comparison.modes or None, primary=series_id in primary,
-            min_effect=comparison.min_effect,
-            detector_version=DETECTOR_VERSION, config=config.as_dict(),
-        )
-        session.add(row)
-        summary.comparisons[comparison.verdict.value] = summary.comparisons.get(comparison.verdict.value, 0) + 1
         report.counts[comparison.verdict.value] = report.counts.get(comparison.verdict.value, 0) + 1
         if comparison.verdict in (CompareVerdict.regression, CompareVerdict.improvement):
             timing = TimingRow(info.label, info.unit, comparison.baseline, comparison.head, comparison.effect,
                                comparison.ci_low, comparison.ci_high, series_id)
             target = report.regressions if comparison.verdict is CompareVerdict.regression else report.improvements
             target.append(timing)
-        if comparison.verdict is CompareVerdict.regression:
-            session.flush()
-            open_alert(
-                session, f"pr-regression:{run.pr_number}:{info.key}:{run.id}", AlertKind.regression,
-                f"PR #{run.pr_number}: {info.label} on {info.gpu_model}: {comparison.effect * 100:+.1f} %",
-                series_id=series_id, case_id=info.case_id, comparison_id=row.id, run_id=run.id,
-                pr_number=run.pr_number, branch=run.branch, gpu_model=info.gpu_model, effect=comparison.effect,
-                details={"ci": [comparison.ci_low, comparison.ci_high], "q_value": comparison.q_value},
-            )
     report.regressions.sort(key=lambda r: -abs(r.effect))
     report.improvements.sort(key=lambda r: -abs(r.effect))
-    emit(session, EventType.pr_report, {
+    event = {
         "pr_number": run.pr_number, "repo": run.commit.repo, "head_sha": run.commit.sha, "base_sha": run.merge_base_sha,
         "gpu_model": run.machine.gpu_model, "run_id": run.id, "base_run_ids": [r.id for r in base_runs],
         "counts": report.counts, "case_counts": report.case_counts, "rounds": rounds,
@@ -525,9 +617,41 @@ def compare_pull_request(
         "markdown": render_pr_report(report), "detector_version": DETECTOR_VERSION,
         "links": {"pr": f"{public_url.rstrip('/')}/pr/{run.pr_number}", "alerts": f"{public_url.rstrip('/')}/alerts"},
         "fixed": fixed_payload(session, base_runs, fixed, public_url),
-    })
+    }
+    return PrComparisonPlan(run.id, run.pr_number, run.branch, [r.id for r in base_runs], compared, primary,
+                            report, event, config)
+
+
+def store_pr_comparison(session: Session, plan: PrComparisonPlan, summary: DetectSummary) -> PrReport:
+    """Write a planned comparison: a row per series, an alert per regression, the `pr.report` event."""
+    config = plan.config
+    for series_id, info, comparison in plan.compared:
+        row = PrComparison(
+            pr_number=plan.pr_number, head_run_id=plan.run_id, base_run_ids=plan.base_run_ids, series_id=series_id,
+            series_key=info.key, verdict=comparison.verdict.value, baseline=nan_to_none(comparison.baseline),
+            head=nan_to_none(comparison.head), effect=nan_to_none(comparison.effect),
+            ci_low=nan_to_none(comparison.ci_low), ci_high=nan_to_none(comparison.ci_high),
+            p_value=nan_to_none(comparison.p_value), q_value=nan_to_none(comparison.q_value),
+            n_base=comparison.n_base, n_head=comparison.n_head,
+            between_run_sigma=nan_to_none(comparison.between_run_sigma), noise_source=comparison.noise_source.value,
+            rounds=comparison.rounds, modes=comparison.modes or None, primary=series_id in plan.primary,
+            min_effect=comparison.min_effect,
+            detector_version=DETECTOR_VERSION, config=config.as_dict(),
+        )
+        session.add(row)
+        summary.comparisons[comparison.verdict.value] = summary.comparisons.get(comparison.verdict.value, 0) + 1
+        if comparison.verdict is CompareVerdict.regression:
+            session.flush()
+            open_alert(
+                session, f"pr-regression:{plan.pr_number}:{info.key}:{plan.run_id}", AlertKind.regression,
+                f"PR #{plan.pr_number}: {info.label} on {info.gpu_model}: {comparison.effect * 100:+.1f} %",
+                series_id=series_id, case_id=info.case_id, comparison_id=row.id, run_id=plan.run_id,
+                pr_number=plan.pr_number, branch=plan.branch, gpu_model=info.gpu_model, effect=comparison.effect,
+                details={"ci": [comparison.ci_low, comparison.ci_high], "q_value": comparison.q_value},
+            )
+    emit(session, EventType.pr_report, plan.event)
     summary.events += 1
-    return report
+    return plan.report
 
 
 def nan_to_none(value: float | None) -> float | None:
@@ -539,17 +663,25 @@ def detect_after_upload(
     engine: Engine, run_id: int, public_url: str, change_config: ChangePointConfig | None = None,
     compare_config: CompareConfig | None = None,
 ) -> DetectSummary:
-    """Correctness flips, then either the PR comparison or change points on the run's branch."""
+    """Correctness flips, then either the PR comparison or change points on the run's branch: each read
+    and computed first, then stored in short write transactions."""
     summary = DetectSummary()
-    with write_session(engine) as session:
+    plan: PrComparisonPlan | None = None
+    series_ids: list[int] = []
+    with Session(engine) as session:
         run = session.get(Run, run_id)
         if run is None:
             raise LookupError(f"no run {run_id}")
-        correctness = check_correctness(session, run, public_url, summary)
+        branch = run.branch
+        changes = correctness_changes(session, run, public_url)
         if run.pr_number is not None:
-            compare_pull_request(session, run, correctness, public_url, compare_config or CompareConfig(), summary)
-        elif run.branch:
+            plan = plan_pr_comparison(session, run, changes.rows, public_url, compare_config or CompareConfig())
+        elif branch:
             series_ids = list(session.scalars(select(Result.series_id).where(Result.run_id == run.id)))
-            histories = branch_histories(session, run.branch, series_ids)
-            detect_histories(session, histories, run.branch, change_config or ChangePointConfig(), public_url, summary)
+    store_correctness(engine, changes, summary)
+    if plan is not None:
+        with write_session(engine) as session:
+            store_pr_comparison(session, plan, summary)
+    elif branch:
+        _detect_on_branch(engine, branch, public_url, change_config or ChangePointConfig(), summary, series_ids)
     return summary
