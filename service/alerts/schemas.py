@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from tewatch.api.openapi_doc import NO_NUL
+from tewatch.api.times import UtcTime
 from tewatch.store.alert_models import AlertStatus
 from tewatch.store.limits import text_problem
 
@@ -19,7 +20,7 @@ def _storable(text: str) -> str:
 
 
 # text a request writes to the store: no NUL (PostgreSQL refuses it)
-StoredText = Annotated[str, AfterValidator(_storable)]
+StoredText = Annotated[str, AfterValidator(_storable), Field(json_schema_extra={"pattern": NO_NUL})]
 
 
 class _Rows(BaseModel):
@@ -31,7 +32,7 @@ class StatusChangeOut(_Rows):
     to_status: str
     actor: str
     note: str
-    at: datetime
+    at: UtcTime
 
 
 class AlertOut(_Rows):
@@ -50,8 +51,8 @@ class AlertOut(_Rows):
     gpu_model: str
     effect: float | None
     details: dict
-    created_at: datetime
-    updated_at: datetime
+    created_at: UtcTime
+    updated_at: UtcTime
 
 
 class AlertDetailOut(AlertOut):
@@ -78,12 +79,12 @@ class SubscriptionOut(_Rows):
     event_types: list[str]
     description: str
     active: bool
-    created_at: datetime
+    created_at: UtcTime
 
 
 class AttemptOut(_Rows):
     attempt: int
-    started_at: datetime
+    started_at: UtcTime
     duration_ms: float
     status_code: int | None
     error: str | None
@@ -95,11 +96,11 @@ class DeliveryOut(_Rows):
     subscription_id: int
     status: str
     attempts: int
-    next_attempt_at: datetime
+    next_attempt_at: UtcTime
     last_status_code: int | None
     last_error: str | None
-    delivered_at: datetime | None
-    created_at: datetime
+    delivered_at: UtcTime | None
+    created_at: UtcTime
 
 
 class DetectionOut(_Rows):
@@ -123,7 +124,7 @@ class DetectionOut(_Rows):
     environment_changes: dict
     detector_version: str
     active: bool
-    created_at: datetime
+    created_at: UtcTime
 
 
 class ComparisonOut(_Rows):

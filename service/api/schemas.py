@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
+
+from tewatch.api.times import UtcTime
 
 
 class UploadAnswer(BaseModel):
@@ -31,6 +32,7 @@ class BusyAnswer(BaseModel):
     retry_after: int
 
 
+NOT_FOUND = {404: {"model": ErrorAnswer, "description": "nothing of that id"}}
 BUSY = {503: {"model": BusyAnswer, "description": "the store was busy: nothing was stored, try again after "
                                                   "the answer's Retry-After (seconds)"}}
 
@@ -43,13 +45,13 @@ class RunSummary(BaseModel):
     merge_base_sha: str | None
     asv_env_name: str
     profile: str
-    started_at: datetime | None
-    finished_at: datetime | None
-    uploaded_at: datetime
+    started_at: UtcTime | None
+    finished_at: UtcTime | None
+    uploaded_at: UtcTime
     summary: dict[str, dict[str, int]]
     commit_sha: str
     repo: str
-    committed_at: datetime | None
+    committed_at: UtcTime | None
     machine_id: int
     machine_name: str
     gpu_model: str
@@ -88,7 +90,7 @@ class CommitEntry(BaseModel):
     sha: str
     parents: list[str]
     branch: str | None
-    committed_at: datetime | None
+    committed_at: UtcTime | None
     pr_number: int | None
     merge_base_sha: str | None
     runs: int
@@ -168,12 +170,12 @@ class SeriesPoint(BaseModel):
     number: int | None
     repeat: int | None
     benchmark_version: str
-    started_at: datetime | None
+    started_at: UtcTime | None
     branch: str | None
     pr_number: int | None
-    uploaded_at: datetime
+    uploaded_at: UtcTime
     commit_sha: str
-    committed_at: datetime | None
+    committed_at: UtcTime | None
     machine_id: int
     machine_name: str
     te_version: str
@@ -206,7 +208,7 @@ class RunResult(CaseFields):
     number: int | None
     repeat: int | None
     benchmark_version: str
-    started_at: datetime | None
+    started_at: UtcTime | None
     verdict: str | None
     exception_class: str | None
     gpu_state: dict[str, Any]
@@ -231,7 +233,7 @@ class LatestVerdict(CaseFields):
     extra_checks: list[dict[str, Any]]
     commit_sha: str
     branch: str | None
-    uploaded_at: datetime
+    uploaded_at: UtcTime
 
 
 class ComparisonRow(CaseFields):
