@@ -10,6 +10,7 @@ from tewatch import __version__
 from tewatch.alerts.service_hooks import delivery_worker
 from tewatch.api.errors import RefuseNul, install_error_handlers
 from tewatch.api.metrics import MetricsMiddleware, ServiceMetrics
+from tewatch.api.openapi_doc import install_openapi
 from tewatch.api.routes import ROUTERS
 from tewatch.core.settings import Settings
 from tewatch.store.database import make_engine
@@ -43,4 +44,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    install_openapi(app)
     return app

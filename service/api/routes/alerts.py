@@ -8,7 +8,7 @@ from tewatch.alerts.lifecycle import TransitionError, change_status
 from tewatch.alerts.schemas import AlertDetailOut, AlertOut, StatusChangeIn
 from tewatch.api.deps import get_engine, read_access, require_token
 from tewatch.api.params import Offset, OptionalQueryInt, PathInt
-from tewatch.api.schemas import BUSY
+from tewatch.api.schemas import BUSY, NOT_FOUND
 from tewatch.store.alert_models import Alert
 from tewatch.store.database import write_session
 
@@ -31,7 +31,8 @@ def list_alerts(
         return queries.list_alerts(session, status, kind, branch, pr, gpu, min(max(limit, 1), 1000), offset)
 
 
-@router.get("/api/v1/alerts/{alert_id}", response_model=AlertDetailOut, dependencies=[Depends(read_access)])
+@router.get("/api/v1/alerts/{alert_id}", response_model=AlertDetailOut, dependencies=[Depends(read_access)],
+            responses=NOT_FOUND)
 def get_alert(request: Request, alert_id: PathInt):
     with Session(get_engine(request)) as session:
         alert = session.get(Alert, alert_id)
@@ -41,7 +42,7 @@ def get_alert(request: Request, alert_id: PathInt):
 
 
 @router.post("/api/v1/alerts/{alert_id}/status", response_model=AlertDetailOut,
-             dependencies=[Depends(require_token)], responses={404: {}, 409: {}, **BUSY})
+             dependencies=[Depends(require_token)], responses={**NOT_FOUND, 409: {}, **BUSY})
 def set_alert_status(request: Request, alert_id: PathInt, change: StatusChangeIn):
     """Acknowledge, resolve, dismiss or reopen an alert; the change is kept in its history."""
     with write_session(get_engine(request)) as session:

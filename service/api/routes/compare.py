@@ -2,13 +2,13 @@ from fastapi import APIRouter, HTTPException
 
 from tewatch.api.deps import ReadConnection
 from tewatch.api.params import QueryInt
-from tewatch.api.schemas import Comparison
+from tewatch.api.schemas import NOT_FOUND, Comparison
 from tewatch.store import queries
 
 router = APIRouter(tags=["runs"])
 
 
-@router.get("/api/v1/compare", response_model=Comparison)
+@router.get("/api/v1/compare", response_model=Comparison, responses=NOT_FOUND)
 def compare(base: QueryInt, head: QueryInt, conn: ReadConnection):
     """Every series of two runs side by side, with the head/base ratio and what changed."""
     for run_id in (base, head):

@@ -4,7 +4,7 @@ from fastapi import APIRouter, HTTPException, Query
 
 from tewatch.api.deps import ReadConnection
 from tewatch.api.params import Offset, OptionalQueryInt, OptionalQueryTime, PathInt
-from tewatch.api.schemas import RunDetail, RunPage, RunResultPage
+from tewatch.api.schemas import NOT_FOUND, RunDetail, RunPage, RunResultPage
 from tewatch.store import queries
 
 router = APIRouter(tags=["runs"])
@@ -31,7 +31,7 @@ def list_runs(
     return RunPage(**page.__dict__)
 
 
-@router.get("/api/v1/runs/{run_id}", response_model=RunDetail)
+@router.get("/api/v1/runs/{run_id}", response_model=RunDetail, responses=NOT_FOUND)
 def get_run(run_id: PathInt, conn: ReadConnection):
     run = queries.get_run(conn, run_id)
     if run is None:
@@ -39,7 +39,7 @@ def get_run(run_id: PathInt, conn: ReadConnection):
     return run
 
 
-@router.get("/api/v1/runs/{run_id}/results", response_model=RunResultPage)
+@router.get("/api/v1/runs/{run_id}/results", response_model=RunResultPage, responses=NOT_FOUND)
 def get_run_results(
     run_id: PathInt,
     conn: ReadConnection,

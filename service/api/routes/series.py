@@ -2,13 +2,14 @@ from fastapi import APIRouter, HTTPException, Query
 
 from tewatch.api.deps import ReadConnection
 from tewatch.api.params import PathInt
-from tewatch.api.schemas import SeriesAnswer
+from tewatch.api.schemas import NOT_FOUND, SeriesAnswer
 from tewatch.store import queries
 
 router = APIRouter(tags=["series"])
 
 
-@router.get("/api/v1/series/{series_id}", response_model=SeriesAnswer, response_model_exclude_none=False)
+@router.get("/api/v1/series/{series_id}", response_model=SeriesAnswer, response_model_exclude_none=False,
+            responses=NOT_FOUND)
 def get_series(
     series_id: PathInt,
     conn: ReadConnection,

@@ -13,7 +13,7 @@ from tewatch.alerts.subscriptions import (
 )
 from tewatch.api.deps import get_engine, require_token
 from tewatch.api.params import OptionalQueryInt, PathInt
-from tewatch.api.schemas import BUSY
+from tewatch.api.schemas import BUSY, NOT_FOUND
 from tewatch.store.alert_models import DeliveryStatus, WebhookDelivery
 from tewatch.store.database import write_session
 
@@ -41,7 +41,7 @@ def list_subscriptions(request: Request):
 
 
 @router.delete("/api/v1/webhooks/{subscription_id}", status_code=status.HTTP_204_NO_CONTENT,
-               responses={404: {}, **BUSY})
+               responses={**NOT_FOUND, **BUSY})
 def delete_subscription(request: Request, subscription_id: PathInt):
     with write_session(get_engine(request)) as session:
         try:
@@ -64,7 +64,7 @@ def list_deliveries(
 
 
 @router.post("/api/v1/webhooks/deliveries/{delivery_id}/redeliver", response_model=DeliveryOut,
-             responses={404: {}, **BUSY})
+             responses={**NOT_FOUND, **BUSY})
 def redeliver(request: Request, delivery_id: str):
     """Send a delivery again (same delivery id), e.g. after it failed its last attempt."""
     with write_session(get_engine(request)) as session:
