@@ -27,6 +27,7 @@ def detect_command(
     from sqlalchemy.exc import OperationalError, ProgrammingError
 
     from tewatch.pipeline.detection import detect_branch
+    from tewatch.store.contention import busy_reason
     from tewatch.store.database import make_engine
 
     console = Console(stderr=True)
@@ -41,6 +42,9 @@ def detect_command(
                 progress=lambda n: progress.advance(task, n),
             )
     except (OperationalError, ProgrammingError) as exc:
+        reason = busy_reason(exc)
+        if reason:
+            raise fail(f"the store is busy: detection waited for {reason}; run it again") from exc
         raise fail(f"cannot read the store ({exc.orig}); run `tewatch db upgrade` first?") from exc
     finally:
         engine.dispose()
