@@ -31,7 +31,7 @@ def install_error_handlers(app: FastAPI) -> None:
 def busy_answer(reason: str, waited_seconds: float) -> JSONResponse:
     """503 with Retry-After: the transaction waited for `reason` and was rolled back, nothing stored."""
     detail = (
-        f"the store is busy: this request waited {waited_seconds:g} s for {reason} and stored nothing; "
+        f"the store is busy ({reason}; a write waits up to {waited_seconds:g} s): nothing was stored, "
         f"try again in {BUSY_RETRY_AFTER_SECONDS} s"
     )
     return JSONResponse(

@@ -29,9 +29,9 @@ DEADLINE_S = 240
 
 
 @contextmanager
-def write_lock_held(db_url: str) -> Iterator[None]:
+def write_lock_held(db_url: str, commit: bool = False) -> Iterator:
     """Another writer holding what uploads and acknowledgements need: SQLite's write lock, or on
-    PostgreSQL the tables they write to (reads go on; writes wait)."""
+    PostgreSQL the tables they write to (reads go on; writes wait). Yields its DB-API connection."""
     url = make_url(db_url)
     if url.get_backend_name() == "sqlite":
         conn = sqlite3.connect(url.database, isolation_level=None)
@@ -42,17 +42,20 @@ def write_lock_held(db_url: str) -> Iterator[None]:
         conn = psycopg.connect(url.set(drivername="postgresql").render_as_string(hide_password=False))
         conn.execute("LOCK TABLE runs, alerts, webhook_subscriptions IN EXCLUSIVE MODE")
     try:
-        yield
+        yield conn
+        if commit:
+            conn.execute("COMMIT") if isinstance(conn, sqlite3.Connection) else conn.commit()
     finally:
-        conn.rollback()
+        if not commit:
+            conn.rollback()
         conn.close()
 
 
-def seed_alert(db_url: str) -> int:
+def seed_alert(db_url: str, key: str = "regression:contention") -> int:
     engine = make_engine(db_url)
     try:
         with write_session(engine) as session:
-            alert, _ = open_alert(session, "regression:contention", AlertKind.regression, "gemm slower")
+            alert, _ = open_alert(session, key, AlertKind.regression, "gemm slower")
             return alert.id
     finally:
         engine.dispose()
@@ -71,7 +74,7 @@ def quick_busy_server(db_url, tmp_path, monkeypatch):
 def assert_busy(answer) -> None:
     assert answer.status_code == 503, answer.text
     assert answer.headers["retry-after"].isdigit()
-    assert "busy" in answer.json()["detail"] and "stored nothing" in answer.json()["detail"]
+    assert "busy" in answer.json()["detail"] and "nothing was stored" in answer.json()["detail"]
 
 
 def test_a_writer_that_cannot_get_the_lock_answers_503_and_stores_nothing(quick_busy_server):
@@ -170,3 +173,19 @@ def test_uploads_acknowledgements_and_detection_at_once(server):
     assert len(alerts) == UPLOADS * FAILING_CASES_PER_UPLOAD  # one detection per stored upload
     assert {a["id"] for a in alerts} == acknowledged
     assert {a["status"] for a in alerts} == {"acknowledged"}
+
+
+def test_an_acknowledgement_waiting_for_another_writer_gets_its_turn(server):
+    """The acknowledgement reads its alert while another writer holds the lock, then that writer commits:
+    a transaction that began deferred would now fail at once (its snapshot is stale); one that takes
+    the lock as it begins waits for its turn."""
+    first, second = seed_alert(server.db_url, "regression:first"), seed_alert(server.db_url, "regression:second")
+    with server.client() as client, ThreadPoolExecutor(max_workers=1) as pool:
+        with write_lock_held(server.db_url, commit=True) as conn:
+            pending = pool.submit(client.post, f"/api/v1/alerts/{first}/status", json={"status": "acknowledged"})
+            time.sleep(1)  # time for the request to reach its read (the assertions hold either way)
+            conn.execute(f"UPDATE alerts SET title = 'rht slower' WHERE id = {second}")
+        answer = pending.result()
+        assert answer.status_code == 200, answer.text
+        assert client.get(f"/api/v1/alerts/{second}").json()["title"] == "rht slower"
+    assert answer.json()["status"] == "acknowledged"
