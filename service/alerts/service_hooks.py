@@ -46,10 +46,9 @@ def sync_github(engine: Engine, settings: Settings) -> None:
     """The GitHub subscription follows the settings of the service that starts last."""
     from tewatch.github.config import github_config
     from tewatch.github.subscription import sync_github_subscription
-    from tewatch.store.database import WRITE_TRANSACTION, session_factory
+    from tewatch.store.database import write_session
 
-    with session_factory(engine)() as session, session.begin():
-        session.connection(execution_options={WRITE_TRANSACTION: True})
+    with write_session(engine) as session:
         sync_github_subscription(session, github_config(settings))
 
 
