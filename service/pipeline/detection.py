@@ -220,8 +220,11 @@ def previous_verdicts(session: Session, run: Run) -> dict[int, VerdictStatus]:
     return latest
 
 
-def check_correctness(session: Session, run: Run, public_url: str, summary: DetectSummary) -> list[CorrectnessRow]:
-    before = previous_verdicts(session, run)
+def check_correctness(
+    session: Session, run: Run, public_url: str, summary: DetectSummary,
+    before: dict[int, VerdictStatus] | None = None,
+) -> list[CorrectnessRow]:
+    before = previous_verdicts(session, run) if before is None else before
     scope = f"pr{run.pr_number}" if run.pr_number is not None else f"branch:{run.branch}"
     rows = []
     query = select(Verdict, Case).join(Case, Verdict.case_id == Case.id).where(Verdict.run_id == run.id)

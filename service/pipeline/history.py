@@ -70,6 +70,12 @@ def _aware(moment: datetime | None) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def run_order(committed_at: datetime | None, started_at: datetime | None, uploaded_at: datetime | None,
+              run_id: int) -> tuple:
+    """Where a run sits in a branch's history: commit date, then run start, then upload."""
+    return (_aware(committed_at), _aware(started_at or uploaded_at), run_id)
+
+
 def _environment(machine: Machine, environment: Environment) -> dict[str, str]:
     return {
         "driver": machine.driver, "cuda": machine.cuda, "cublaslt": machine.cublaslt, "cudnn": machine.cudnn,
@@ -103,7 +109,7 @@ def branch_histories(
     per_run: dict[int, list[Measured]] = defaultdict(list)
     run_meta = {}
     for series_id, value, run_id, started_at, uploaded_at, commit_id, sha, committed_at, machine_id, env_id in rows:
-        key = (_aware(committed_at), _aware(started_at or uploaded_at), run_id)
+        key = run_order(committed_at, started_at, uploaded_at, run_id)
         order[commit_id] = min(order.get(commit_id, key), key)
         env = environments[(machine_id, env_id)]
         by_series_commit[series_id][commit_id].append((run_id, sha, value, env))

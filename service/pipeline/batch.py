@@ -1,0 +1,101 @@
+"""Detection after a batch of uploads in one pass: what `detect_after_upload` does for each run, at the
+cost of the batch rather than of every run's whole history.
+
+Branch runs are replayed in commit order: a case's previous verdict is the one at the commit before, read
+from one query per branch, and a run goes through `check_correctness` only when it opens or resolves a
+correctness alert. Change points run once per branch over the series the batch touched. Pull-request runs
+take the per-run path."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from tewatch.detect.config import ChangePointConfig, CompareConfig
+from tewatch.pipeline.detection import (
+    DetectSummary,
+    check_correctness,
+    compare_pull_request,
+    detect_histories,
+    is_new_failure,
+    write_session,
+)
+from tewatch.pipeline.history import branch_histories, run_order
+from tewatch.store.alert_models import Alert, AlertKind, AlertStatus
+from tewatch.store.models import Commit, Result, Run, Verdict, VerdictStatus
+
+CHUNK = 500
+
+
+def detect_after_uploads(
+    engine: Engine, run_ids: list[int], public_url: str, change_config: ChangePointConfig | None = None,
+    compare_config: CompareConfig | None = None,
+) -> DetectSummary:
+    summary = DetectSummary()
+    with write_session(engine) as session:
+        runs = _runs(session, run_ids)
+        for run in (r for r in runs if r.pr_number is not None):
+            correctness = check_correctness(session, run, public_url, summary)
+            compare_pull_request(session, run, correctness, public_url, compare_config or CompareConfig(), summary)
+        by_branch: dict[str, list[Run]] = defaultdict(list)
+        for run in runs:
+            if run.pr_number is None and run.branch:
+                by_branch[run.branch].append(run)
+        for branch, branch_runs in sorted(by_branch.items()):
+            replay_correctness(session, branch, branch_runs, public_url, summary)
+            series_ids = _touched_series(session, [r.id for r in branch_runs])
+            histories = branch_histories(session, branch, series_ids)
+            detect_histories(session, histories, branch, change_config or ChangePointConfig(), public_url, summary)
+    return summary
+
+
+def _runs(session: Session, run_ids: list[int]) -> list[Run]:
+    ids = sorted(set(run_ids))
+    runs = []
+    for start in range(0, len(ids), CHUNK):
+        runs += session.scalars(select(Run).where(Run.id.in_(ids[start : start + CHUNK]))).all()
+    missing = set(ids) - {r.id for r in runs}
+    if missing:
+        raise LookupError(f"no run {min(missing)}")
+    return runs
+
+
+def _touched_series(session: Session, run_ids: list[int]) -> set[int]:
+    touched: set[int] = set()
+    for start in range(0, len(run_ids), CHUNK):
+        touched.update(session.scalars(select(Result.series_id).where(Result.run_id.in_(run_ids[start : start + CHUNK]))))
+    return touched
+
+
+def replay_correctness(
+    session: Session, branch: str, runs: list[Run], public_url: str, summary: DetectSummary
+) -> None:
+    """`check_correctness` for each run in commit order, given the verdict each case had at the run before."""
+    batch = {r.id for r in runs}
+    rows = session.execute(
+        select(Verdict.case_id, Verdict.status, Run.id, Commit.committed_at, Run.started_at, Run.uploaded_at)
+        .join(Run, Verdict.run_id == Run.id)
+        .join(Commit, Run.commit_id == Commit.id)
+        .where(Run.branch == branch, Run.pr_number.is_(None))
+    ).all()
+    by_run: dict[int, list[tuple[int, VerdictStatus]]] = defaultdict(list)
+    order = {}
+    for case_id, status, run_id, committed_at, started_at, uploaded_at in rows:
+        by_run[run_id].append((case_id, status))
+        order[run_id] = run_order(committed_at, started_at, uploaded_at, run_id)
+    alerted = set(session.scalars(select(Alert.case_id).where(
+        Alert.kind == AlertKind.correctness, Alert.branch == branch, Alert.pr_number.is_(None),
+        Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged]))))
+    latest: dict[int, VerdictStatus] = {}
+    for run_id in sorted(by_run, key=order.__getitem__):
+        verdicts = by_run[run_id]
+        if run_id in batch:
+            before = {case_id: latest[case_id] for case_id, _ in verdicts if case_id in latest}
+            failing = {c for c, s in verdicts if is_new_failure(s, before.get(c))}
+            fixed = {c for c, s in verdicts if s == VerdictStatus.passed and c in alerted}
+            if failing or fixed:
+                check_correctness(session, session.get(Run, run_id), public_url, summary, before=before)
+                alerted = (alerted | failing) - fixed
+        latest.update(verdicts)
