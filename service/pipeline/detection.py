@@ -30,6 +30,7 @@ from tewatch.detect.direction import Direction, direction_of
 from tewatch.detect.environment import environment_shift
 from tewatch.detect.version import DETECTOR_VERSION
 from tewatch.pipeline.history import History, SeriesInfo, branch_histories, series_infos
+from tewatch.pipeline.withdrawal import withdraw
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, Detection, PrComparison
 from tewatch.store.database import WRITE_TRANSACTION, session_factory
 from tewatch.store.models import (
@@ -156,8 +157,7 @@ def detect_histories(
         for cp in detect_change_points(history.values, config):
             _record_change_point(session, history, cp, branch, config, public_url, summary, existing)
         for gone in existing:  # later history no longer supports it
-            gone.active = False
-            summary.withdrawn += 1
+            withdraw(session, gone, summary, history.points[-1].sha if history.points else "")
         if progress:
             progress(1)
 

@@ -36,3 +36,23 @@ def test_a_batch_uploaded_out_of_commit_order_is_replayed_in_commit_order(db_url
     assert detect_after_uploads(engine, ids, URL).correctness_alerts == 0  # twice adds nothing
     engine.dispose()
 
+
+def test_a_change_point_later_history_withdraws_resolves_its_alert(db_url):
+    engine = make_engine(db_url)
+    with Session(engine) as session, session.begin():
+        history = StoreHistory(session)
+        for i in range(60):  # five slow runs at the end: a step, as far as anyone can tell yet
+            history.add_run(f"{i:040x}", 1e-3 * (1.10 if i >= 55 else 1.0), VerdictStatus.passed)
+    assert detect_branch(engine, "main", URL).new_regressions == 1
+    with Session(engine) as session, session.begin():
+        history = StoreHistory.reopen(session)
+        ids = [history.add_run(f"{i:040x}", 1e-3, VerdictStatus.passed).id for i in range(60, 200)]
+    summary = detect_after_uploads(engine, ids, URL)
+    assert (summary.withdrawn, summary.resolved_alerts, summary.change_points) == (1, 1, 0)
+    with Session(engine) as session:
+        [alert] = session.scalars(select(Alert)).all()
+        [detection] = session.scalars(select(Detection)).all()
+        assert not detection.active and alert.detection_id == detection.id
+        assert alert.status == AlertStatus.resolved and alert.details["withdrawn_at_commit"] == f"{199:040x}"
+        assert [c.to_status for c in alert.status_changes] == ["open", "resolved"]
+    engine.dispose()
