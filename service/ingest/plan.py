@@ -407,7 +407,15 @@ class _Planner:
             )
         for case_fp, failures in sorted(self.unrecorded_failures.items()):
             verdicts.append(_verdict_row(case_fp, self._derived_check(failures), [], {}))
+        if self.run_record is None and not self.records:
+            verdicts += self._measured_passes()
         return verdicts
+
+    def _measured_passes(self) -> list[PlannedVerdict]:
+        """A plain asv run (no sidecar): each case that produced a value and no failure passes."""
+        measured = {self.series[r.series_fingerprint][0] for r in self.result_rows if r.status == "ok"}
+        passed = Check(status="pass", check="asv")
+        return [_verdict_row(fp, passed, [], {}) for fp in sorted(measured - self.unrecorded_failures.keys())]
 
     def _derived_check(self, failures: list[tuple[str, tuple[str, ...]]]) -> Check:
         texts = [failure_text(self.sections, benchmark, reprs) for benchmark, reprs in failures]

@@ -223,7 +223,8 @@ class Verdict(Base):
 
 
 class LatestVerdict(Base):
-    """The verdict of the newest run (highest run id) of every case, kept by ingest in its transaction.
+    """The verdict of the newest run of every case in commit order (commit date, run start, run id; the
+    first two kept here), kept by ingest in its transaction.
 
     Derived rows, rewritten for every case on every upload: run_id and verdict_id carry no foreign key,
     whose per-row checks would cost PostgreSQL more than the update itself. Ingest writes them from the
@@ -233,6 +234,8 @@ class LatestVerdict(Base):
     case_id: Mapped[int] = mapped_column(ForeignKey("cases.id"), primary_key=True)
     run_id: Mapped[int] = mapped_column(Integer)
     verdict_id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))
+    committed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class LatestBranchVerdict(Base):
@@ -244,6 +247,8 @@ class LatestBranchVerdict(Base):
     case_id: Mapped[int] = mapped_column(ForeignKey("cases.id"), primary_key=True)
     run_id: Mapped[int] = mapped_column(Integer)
     verdict_id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))
+    committed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class RawFile(Base):

@@ -10,6 +10,7 @@ from sqlalchemy import Connection, Select, and_, func, select
 from sqlalchemy.orm import aliased
 
 from tewatch.store import case_archive
+from tewatch.store.commit_order import newest_commit_first
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.key_lists import in_key_list
 from tewatch.store.models import (
@@ -305,7 +306,7 @@ def get_series(
         .join(Environment, Environment.id == Run.environment_id)
         .outerjoin(Verdict, and_(Verdict.run_id == Result.run_id, Verdict.case_id == series["case_id"]))
         .where(Result.series_id == series_id)
-        .order_by(Result.run_id.desc())
+        .order_by(*newest_commit_first(Result.run_id))
         .limit(limit)
     )
     if branch is not None:
@@ -384,7 +385,8 @@ def latest_verdicts(
     branch: str | None = None,
     status: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The verdict of the most recent run (highest run id) of every case, on one branch or on any.
+    """The verdict of every case at its newest commit (commit date, run start, run id), on one branch or
+    on any.
 
     Reads the small tables ingest keeps up to date (one row per case, or per case and branch), then
     fetches those verdicts by id: one index probe each, however many runs the store holds."""
