@@ -7,7 +7,7 @@ import functools
 import itertools
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,7 @@ class AsvResults:
     date_ms: int | None
     python: str
     benchmarks: list[BenchmarkResult]
+    requirements: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -226,6 +227,9 @@ def parse_results(content: bytes, file: str = "result") -> AsvResults:
     date = data.get("date")
     if date is not None:
         date = _epoch_ms(date, file, "date")
+    requirements = data.get("requirements") or {}
+    if not isinstance(requirements, dict):
+        raise IngestError("not an object", file=file, field="requirements")
     benchmarks = [_parse_row(name, row, columns, file) for name, row in sorted(data["results"].items())]
     return AsvResults(
         commit_hash=data["commit_hash"],
@@ -233,6 +237,7 @@ def parse_results(content: bytes, file: str = "result") -> AsvResults:
         date_ms=date,
         python=str(data.get("python", "")),
         benchmarks=benchmarks,
+        requirements={str(k): str(v) for k, v in requirements.items()},
     )
 
 

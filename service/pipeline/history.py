@@ -38,11 +38,13 @@ class SeriesInfo:
     higher_is_better: bool
     gpu_model: str
     kind: str = ""  # the benchmark's type: asv's ("track", "time"...) or "metric" (a case record's metric)
+    environment: str = ""  # asv's environment where it is part of the case's identity
 
     @property
     def label(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
-        return f"{self.benchmark}({params})" if params else self.benchmark
+        label = f"{self.benchmark}({params})" if params else self.benchmark
+        return f"{label} [{self.environment}]" if self.environment else label
 
 
 @dataclass
@@ -172,6 +174,6 @@ def series_infos(session: Session, series_ids: Iterable[int]) -> dict[int, Serie
             infos[series_id] = SeriesInfo(
                 key=fingerprint, series_id=series_id, case_id=case_id, benchmark=benchmark.name,
                 params=case.params or {}, unit=benchmark.unit, higher_is_better=benchmark.higher_is_better,
-                gpu_model=case.gpu_model, kind=benchmark.type,
+                gpu_model=case.gpu_model, kind=benchmark.type, environment=case.environment or "",
             )
     return infos

@@ -1,8 +1,9 @@
 """The tables. One run of `asv run` on one machine becomes one Run with its Results and Verdicts.
 
 Identity:
-- a Case is one asv class with one combination of params, on one GPU model and compute capability
-  (its fingerprint); a Series is one benchmark method of a case. History is read per series.
+- a Case is one asv class with one combination of params, on one GPU model and compute capability,
+  in one asv environment unless it is asv's `existing` one (its fingerprint); a Series is one benchmark
+  method of a case. History is read per series.
 - driver, CUDA, torch and TE versions are context on the Run (Machine, Environment), never identity.
 """
 
@@ -130,6 +131,8 @@ class Case(Base):
     rank: Mapped[int | None] = mapped_column(Integer)
     world_size: Mapped[int | None] = mapped_column(Integer)
     labels: Mapped[dict] = mapped_column(JSON, default=dict)
+    # asv's environment (e.g. conda-py3.12) where it takes part in the identity; "" for `existing` ones
+    environment: Mapped[str] = mapped_column(String(300), default="", server_default="")
 
 
 class Series(Base):
