@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session
 
 from tewatch.detect.config import ChangePointConfig, CompareConfig
@@ -27,6 +27,9 @@ from tewatch.store.alert_models import Alert, AlertKind, AlertStatus
 from tewatch.store.models import Commit, Result, Run, Verdict, VerdictStatus
 
 CHUNK = 500
+# PostgreSQL: batches detect one at a time (SQLite's write transaction already takes the database's lock),
+# else two batches of one branch open the same alerts at once
+DETECTION_LOCK = 0x7465776174636801
 
 
 def detect_after_uploads(
@@ -35,6 +38,8 @@ def detect_after_uploads(
 ) -> DetectSummary:
     summary = DetectSummary()
     with write_session(engine) as session:
+        if session.bind.dialect.name == "postgresql":
+            session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": DETECTION_LOCK})
         runs = _runs(session, run_ids)
         for run in (r for r in runs if r.pr_number is not None):
             correctness = check_correctness(session, run, public_url, summary)
