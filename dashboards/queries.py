@@ -665,6 +665,7 @@ def series_points(session: Session, header: SeriesHeader, branch: str = "", last
     ]
     if with_samples:
         columns.append(Result.samples)
+    columns.append(Commit.ordered_at)
     stmt = (
         select(*columns)
         .join(Run, Run.id == Result.run_id)
@@ -676,7 +677,7 @@ def series_points(session: Session, header: SeriesHeader, branch: str = "", last
         stmt = stmt.order_by(*newest_commit_first(Result.run_id)).limit(last)
     points, order = [], []
     for row in session.execute(stmt):
-        order.append((_aware(row.committed_at), _aware(row.started_at), row.run_id))
+        order.append((_aware(row.ordered_at or row.committed_at), _aware(row.started_at), row.run_id))
         samples = row[14] if with_samples else None
         if isinstance(samples, str):
             samples = json.loads(samples)

@@ -8,7 +8,7 @@ case order, so that concurrent PostgreSQL transactions lock them in the same ord
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, literal, select, tuple_
+from sqlalchemy import Connection, delete, func, insert, literal, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -43,3 +43,24 @@ def _upsert(conn: Connection, model: type[LatestVerdict] | type[LatestBranchVerd
         > tuple_(model.committed_at, model.started_at, model.run_id),
     )
     conn.execute(statement)
+
+
+def rebuild_latest_verdicts(conn: Connection) -> None:
+    """Both tables from the verdicts, after commit order itself changed (a git graph arrived)."""
+    committed, started = commit_order_columns()
+    for model, partition in ((LatestVerdict, ()), (LatestBranchVerdict, (Run.branch,))):
+        place = func.row_number().over(
+            partition_by=(*partition, Verdict.case_id), order_by=(committed.desc(), started.desc(), Verdict.run_id.desc())
+        )
+        ranked = (
+            select(*partition, Verdict.case_id, Verdict.run_id, Verdict.id.label("verdict_id"),
+                   committed.label("committed_at"), started.label("started_at"), place.label("place"))
+            .join(Run, Run.id == Verdict.run_id).join(Commit, Commit.id == Run.commit_id)
+            .where(*(column.is_not(None) for column in partition))
+            .subquery()
+        )
+        columns = [*(["branch"] if partition else []), "case_id", "run_id", "verdict_id", "committed_at", "started_at"]
+        conn.execute(delete(model))
+        conn.execute(insert(model).from_select(
+            columns, select(*(ranked.c[name] for name in columns)).where(ranked.c.place == 1)
+        ))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from sqlalchemy import Engine, select, text
+from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session
 
 from tewatch.detect.config import ChangePointConfig, CompareConfig
@@ -80,7 +80,8 @@ def replay_correctness(
     """`check_correctness` for each run in commit order, given the verdict each case had at the run before."""
     batch = {r.id for r in runs}
     rows = session.execute(
-        select(Verdict.case_id, Verdict.status, Run.id, Commit.committed_at, Run.started_at, Run.uploaded_at)
+        select(Verdict.case_id, Verdict.status, Run.id, func.coalesce(Commit.ordered_at, Commit.committed_at),
+               Run.started_at, Run.uploaded_at)
         .join(Run, Verdict.run_id == Run.id)
         .join(Commit, Run.commit_id == Commit.id)
         .where(Run.branch == branch, Run.pr_number.is_(None))

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tewatch.detect.ratios import Measured, paired_ratios
@@ -74,7 +74,8 @@ def _aware(moment: datetime | None) -> datetime:
 
 def run_order(committed_at: datetime | None, started_at: datetime | None, uploaded_at: datetime | None,
               run_id: int) -> tuple:
-    """Where a run sits in a branch's history: commit date, then run start, then upload."""
+    """Where a run sits in a branch's history: its commit's place (git graph, else date), then run start,
+    then upload."""
     return (_aware(committed_at), _aware(started_at or uploaded_at), run_id)
 
 
@@ -89,10 +90,10 @@ def branch_histories(
     session: Session, branch: str, series_ids: Iterable[int] | None = None, with_ratios: bool = True
 ) -> list[History]:
     """Every series' history on a branch (pull request runs excluded), one point per commit in commit
-    order (commit date, then run start, then upload); several runs of one commit give their median."""
+    order (tewatch.store.commit_order); several runs of one commit give their median."""
     query = (
         select(Result.series_id, Result.value, Result.run_id, Run.started_at, Run.uploaded_at, Commit.id,
-               Commit.sha, Commit.committed_at, Run.machine_id, Run.environment_id)
+               Commit.sha, func.coalesce(Commit.ordered_at, Commit.committed_at), Run.machine_id, Run.environment_id)
         .join(Run, Result.run_id == Run.id)
         .join(Commit, Run.commit_id == Commit.id)
         .where(Run.branch == branch, Run.pr_number.is_(None), Result.status == ResultStatus.ok,

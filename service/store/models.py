@@ -101,6 +101,20 @@ class Commit(Base):
     committed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     pr_number: Mapped[int | None] = mapped_column(Integer)
     merge_base_sha: Mapped[str | None] = mapped_column(String(64))
+    # its place in the git graph sent by `tewatch commits` (CommitGraph), else null: commit order is then
+    # committed_at, the results file's date
+    ordered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class CommitGraph(Base):
+    """Every commit of a repository's history as a runner's git sent it, benchmarked or not: its parents
+    and its place in commit order, a time no earlier than its committer date and later than its parents'."""
+
+    __tablename__ = "commit_graph"
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    sha: Mapped[str] = mapped_column(String(64), primary_key=True)
+    parents: Mapped[list] = mapped_column(JSON, default=list)
+    ordered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class Benchmark(Base):

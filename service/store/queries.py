@@ -290,6 +290,7 @@ def get_series(
         Run.uploaded_at,
         Commit.sha.label("commit_sha"),
         Commit.committed_at,
+        Commit.ordered_at,
         Run.machine_id,
         Machine.name.label("machine_name"),
         Environment.te_version,
@@ -312,7 +313,11 @@ def get_series(
     if branch is not None:
         statement = statement.where(Run.branch == branch)
     points = _rows(conn, statement)
-    points.sort(key=lambda p: (p["committed_at"] is None, p["committed_at"] or 0, p["run_id"]))
+    for point in points:
+        point["at"] = point.pop("ordered_at") or point["committed_at"]
+    points.sort(key=lambda p: (p["at"] is None, p["at"].timestamp() if p["at"] else 0, p["run_id"]))
+    for point in points:
+        del point["at"]
     for point in points:
         point["status"] = _enum_value(point["status"])
         point["verdict"] = _enum_value(point["verdict"])
