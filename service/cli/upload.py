@@ -110,13 +110,16 @@ def upload(
                     stored.append(run_id)
                 typer.echo(f"{line}" if ok else f"error: {name}: {line}", err=not ok)
                 progress.advance(task)
+            detected = True
             if batch and stored:
                 progress.update(task, description=f"detecting after {len(stored)} runs")
-                failures += not _detect_batch(client, url.rstrip("/") + "/api/v1/detect", branch, stored)
+                detected = _detect_batch(client, url.rstrip("/") + "/api/v1/detect", branch, stored)
     finally:
         set_on_retry_hooks(hooks)
     if failures:
         raise fail(f"{failures} of {len(runs)} uploads failed")
+    if not detected:
+        raise fail("the runs are stored, detection after them failed: `tewatch detect` runs it over the branch")
 
 
 def _upload_one(
@@ -154,8 +157,7 @@ def _detect_batch(client, endpoint: str, branch: str | None, run_ids: list[int])
     try:
         answer = client.post(endpoint, json={"branch": branch or "main", "runs": run_ids})
     except httpx.HTTPError as exc:
-        typer.echo(f"error: detection after {len(run_ids)} runs: {type(exc).__name__}: {exc}; "
-                   "`tewatch detect` runs it over the branch", err=True)
+        typer.echo(f"error: detection after {len(run_ids)} runs: {type(exc).__name__}: {exc}", err=True)
         return False
     if not answer.is_success:
         typer.echo(f"error: detection after {len(run_ids)} runs: HTTP {answer.status_code}: {_detail(answer)}",
