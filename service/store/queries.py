@@ -40,6 +40,7 @@ CASE_COLUMNS = (
     Case.rank,
     Case.world_size,
     Case.labels,
+    Case.environment,
 )
 VERDICT_COLUMNS = (
     Verdict.status,

@@ -14,6 +14,7 @@ from tests.service.uploads import bundle_of, tiny_run
 from tewatch.ingest.discover import find_runs
 from tewatch.ingest.fingerprints import digest_of
 from tewatch.ingest.service import ingest_bundle
+from tewatch.store import queries
 from tewatch.store.database import make_engine
 from tewatch.store.models import Benchmark, Case, Result, Run, Series
 
@@ -36,6 +37,8 @@ def test_each_asv_environment_has_its_own_series(tmp_path, db_url):
             .join(Benchmark, Benchmark.id == Series.benchmark_id).join(Run, Run.id == Result.run_id)
             .where(Benchmark.name == name).group_by(Case.environment, Run.asv_env_name)
         ).all()
+    with engine.connect() as conn:  # the API's cases say which environment they are
+        assert {r["environment"] for r in queries.latest_verdicts(conn)} == set(environments)
     engine.dispose()
     assert {case_env for case_env, run_env, _ in rows if case_env == run_env} == set(environments)
     assert all(case_env == run_env for case_env, run_env, _ in rows)
