@@ -1,7 +1,7 @@
 """The dashboard's read queries. Every page reads the store through this module, never through raw SQL.
 
-"Latest" means the run with the highest id that matches the branch filter; with no branch chosen, every
-run that is not a pull-request run. A case's latest verdict comes from the latest-verdict tables ingest keeps
+"Latest" means the newest commit (commit date, then run start, then run id) among the runs that match the
+branch filter; with no branch chosen, every run that is not a pull-request run. A case's latest verdict comes from the latest-verdict tables ingest keeps
 (one row per case, and per case and branch); only a case whose newest verdict is a pull request's falls back
 to walking its (case_id, run_id) index backwards. Per-series look-ups walk the (series_id, run_id) index the
 same way, so they stay cheap on a long history. Lists of ids travel as one bound parameter (key_lists).
@@ -13,7 +13,7 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cached_property
 
 from sqlalchemy import ColumnElement, and_, func, select
@@ -25,6 +25,7 @@ from tewatch.dashboards.status import Severity, severity
 from tewatch.pipeline.detection import FAILING as REPORT_FAILING
 from tewatch.pipeline.detection import FixedCase, fixed_cases, is_new_failure, previous_verdicts
 from tewatch.store.alert_models import Alert, AlertStatusChange, Detection, PrComparison
+from tewatch.store.commit_order import NO_DATE, newest_commit_first
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.key_lists import in_key_list
 from tewatch.store.models import (
@@ -199,8 +200,9 @@ def _latest_verdict_id(branch: str):
     return (
         select(Verdict.id)
         .join(Run, Run.id == Verdict.run_id)
+        .join(Commit, Commit.id == Run.commit_id)
         .where(Verdict.case_id == Case.id, branch_clause(branch))
-        .order_by(Verdict.run_id.desc())
+        .order_by(*newest_commit_first(Verdict.run_id))
         .limit(1)
         .correlate(Case)
         .scalar_subquery()
@@ -269,8 +271,9 @@ def _latest_values(session: Session, series_ids: list[int], branch: str) -> dict
     latest = (
         select(Result.value)
         .join(Run, Run.id == Result.run_id)
+        .join(Commit, Commit.id == Run.commit_id)
         .where(Result.series_id == Series.id, branch_clause(branch))
-        .order_by(Result.run_id.desc())
+        .order_by(*newest_commit_first(Result.run_id))
         .limit(1)
         .correlate(Series)
         .scalar_subquery()
@@ -685,6 +688,7 @@ def series_points(session: Session, header: SeriesHeader, branch: str = "", last
     ]
     if with_samples:
         columns.append(Result.samples)
+    columns.append(Commit.ordered_at)
     stmt = (
         select(*columns)
         .join(Run, Run.id == Result.run_id)
@@ -693,9 +697,10 @@ def series_points(session: Session, header: SeriesHeader, branch: str = "", last
         .where(Result.series_id == header.series_id, _runs_clause(branch, pr))
     )
     if last:
-        stmt = stmt.order_by(Result.run_id.desc()).limit(last)
-    points = []
+        stmt = stmt.order_by(*newest_commit_first(Result.run_id)).limit(last)
+    points, order = [], []
     for row in session.execute(stmt):
+        order.append((_aware(row.ordered_at or row.committed_at), _aware(row.started_at), row.run_id))
         samples = row[14] if with_samples else None
         if isinstance(samples, str):
             samples = json.loads(samples)
@@ -708,12 +713,13 @@ def series_points(session: Session, header: SeriesHeader, branch: str = "", last
             verdict=row[11].value if row[11] is not None else None, exception_class=row.exception_class,
             environment_id=row.environment_id, machine_id=row.machine_id, gpu_state=gpu_state,
         ))
-    points.sort(key=lambda p: (_sort_time(p.at), p.run_id))
-    return points
+    return [p for _, p in sorted(zip(order, points, strict=True), key=lambda pair: pair[0])]
 
 
-def _sort_time(at: datetime | None) -> float:
-    return at.timestamp() if at else float("inf")
+def _aware(at: datetime | None) -> datetime:
+    if at is None:
+        return NO_DATE
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def _runs_clause(branch: str, pr: int | None) -> ColumnElement[bool]:

@@ -154,6 +154,8 @@ class ComparisonOut(_Rows):
 
 class DetectIn(BaseModel):
     branch: StoredText = Field(default="main", max_length=200)
+    # detection after these uploads (sent with `detect=later`) instead of over the branch's whole history
+    runs: list[int] | None = Field(default=None, max_length=1_000_000)
 
 
 class DetectOut(BaseModel):
@@ -164,3 +166,5 @@ class DetectOut(BaseModel):
     environment_shifts: int
     withdrawn: int
     events: int
+    correctness_alerts: int = 0
+    resolved_alerts: int = 0

@@ -141,6 +141,7 @@ class CaseFields(BaseModel):
     rank: int | None
     world_size: int | None
     labels: dict[str, Any]
+    environment: str = ""  # asv's environment where it is part of the case's identity
 
 
 class SeriesRef(BaseModel):

@@ -60,6 +60,7 @@ def detect_command(
         ("  improvements", summary.new_improvements),
         ("  environment shifts", summary.environment_shifts),
         ("withdrawn by later history", summary.withdrawn),
+        ("  their alerts resolved", summary.resolved_alerts),
         ("webhook events queued", summary.events),
     ):
         table.add_row(label, str(value))

@@ -86,7 +86,9 @@ def upload(
     if not runs:
         raise fail(f"no asv results files under {results_dir}")
     fields = {"repo": repo, "branch": branch or "", "pr_number": str(pr or ""), "merge_base_sha": base or ""}
-    endpoint = url.rstrip("/") + "/api/v1/runs"
+    batch = len(runs) > 1  # one detection pass after the last upload instead of one after each
+    endpoint = url.rstrip("/") + "/api/v1/runs" + ("?detect=later" if batch else "")
+    stored: list[int] = []  # with runs whose answer was lost after the service stored them: detection is idempotent
     failures = 0
     headers = {"Authorization": f"Bearer {token}"}
     policy = RetryPolicy(attempts, retry_for, retry_wait)
@@ -102,18 +104,28 @@ def upload(
                     run.result.relative_to(results_dir) if run.result.is_relative_to(results_dir) else run.result
                 )
                 progress.update(task, description=f"uploading {name}")
-                line, ok = _upload_one(client, endpoint, run, fields, policy)
+                line, ok, run_id = _upload_one(client, endpoint, run, fields, policy)
                 failures += not ok
+                if run_id is not None:
+                    stored.append(run_id)
                 typer.echo(f"{line}" if ok else f"error: {name}: {line}", err=not ok)
                 progress.advance(task)
+            detected = True
+            if batch and stored:
+                progress.update(task, description=f"detecting after {len(stored)} runs")
+                detected = _detect_batch(client, url.rstrip("/") + "/api/v1/detect", branch, stored)
     finally:
         set_on_retry_hooks(hooks)
     if failures:
         raise fail(f"{failures} of {len(runs)} uploads failed")
+    if not detected:
+        raise fail("the runs are stored, detection after them failed: `tewatch detect` runs it over the branch")
 
 
-def _upload_one(client, endpoint: str, run, fields: dict[str, str], policy: RetryPolicy) -> tuple[str, bool]:
-    """One line saying what happened, and whether the run is stored."""
+def _upload_one(
+    client, endpoint: str, run, fields: dict[str, str], policy: RetryPolicy
+) -> tuple[str, bool, int | None]:
+    """One line saying what happened, whether the run is stored, and its id once stored."""
     import httpx
     import stamina
 
@@ -129,12 +141,33 @@ def _upload_one(client, endpoint: str, run, fields: dict[str, str], policy: Retr
                 if retryable_status(answer.status_code):
                     raise RetryableAnswer(answer)
     except RetryableAnswer as exc:
-        return f"{exc}{_after(tries)}", False
+        return f"{exc}{_after(tries)}", False, None
     except httpx.HTTPError as exc:
-        return f"{type(exc).__name__}: {exc}{_after(tries)}", False
+        return f"{type(exc).__name__}: {exc}{_after(tries)}", False, None
     if not answer.is_success:
-        return f"HTTP {answer.status_code}: {_detail(answer)}", False
-    return _stored_line(run.result.name, answer.json()) + _after(tries), True
+        return f"HTTP {answer.status_code}: {_detail(answer)}", False, None
+    body = answer.json()
+    return _stored_line(run.result.name, body) + _after(tries), True, body["run_id"]
+
+
+def _detect_batch(client, endpoint: str, branch: str | None, run_ids: list[int]) -> bool:
+    """Detection after the runs of this upload, in one pass; says what it found."""
+    import httpx
+
+    try:
+        answer = client.post(endpoint, json={"branch": branch or "main", "runs": run_ids})
+    except httpx.HTTPError as exc:
+        typer.echo(f"error: detection after {len(run_ids)} runs: {type(exc).__name__}: {exc}", err=True)
+        return False
+    if not answer.is_success:
+        typer.echo(f"error: detection after {len(run_ids)} runs: HTTP {answer.status_code}: {_detail(answer)}",
+                   err=True)
+        return False
+    found = answer.json()
+    typer.echo(f"detection after {len(run_ids)} runs: {found['series']} series, {found['change_points']} new "
+               f"change points ({found['new_regressions']} regressions), {found['withdrawn']} withdrawn, "
+               f"{found['correctness_alerts']} correctness alerts, {found['resolved_alerts']} resolved", err=True)
+    return True
 
 
 def _retry_backoff(exc: Exception) -> bool | float:

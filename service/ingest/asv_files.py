@@ -7,7 +7,7 @@ import functools
 import itertools
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,7 @@ class AsvResults:
     date_ms: int | None
     python: str
     benchmarks: list[BenchmarkResult]
+    requirements: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -227,6 +228,9 @@ def parse_results(content: bytes, file: str = "result", bounds: UploadBounds = U
     date = data.get("date")
     if date is not None:
         date = _epoch_ms(date, file, "date")
+    requirements = data.get("requirements") or {}
+    if not isinstance(requirements, dict):
+        raise IngestError("not an object", file=file, field="requirements")
     benchmarks: list[BenchmarkResult] = []
     count = 0
     for name, row in sorted(data["results"].items()):
@@ -238,6 +242,7 @@ def parse_results(content: bytes, file: str = "result", bounds: UploadBounds = U
         date_ms=date,
         python=str(data.get("python", "")),
         benchmarks=benchmarks,
+        requirements={str(k): str(v) for k, v in requirements.items()},
     )
 
 

@@ -47,20 +47,29 @@ _case_ids: dict[tuple[str, str], str] = {}
 _CASE_IDS_KEPT = 1 << 15
 
 
-def case_fingerprint(case_name: str, params: dict[str, Any], gpu_model: str, compute_capability: str) -> str:
-    return digest_of(
-        {
-            "case": case_name,
-            "params": params,
-            "gpu_model": gpu_model,
-            "compute_capability": compute_capability,
-        }
-    )
+def case_fingerprint(
+    case_name: str, params: dict[str, Any], gpu_model: str, compute_capability: str, environment: str = ""
+) -> str:
+    """`environment` is `asv_environment`'s identity: empty for an `existing` environment (TE's runners),
+    and then the fingerprint is what it was before environments took part."""
+    identity = {"case": case_name, "params": params, "gpu_model": gpu_model, "compute_capability": compute_capability}
+    if environment:
+        identity["asv_environment"] = environment
+    return digest_of(identity)
+
+
+def asv_environment(env_name: str, python: str, requirements: dict[str, str]) -> tuple[str, str]:
+    """(identity, name) of the asv environment a results file was measured in; ("", "") for asv's
+    `existing` environment, the interpreter a runner has installed, whose name is only its path (the two
+    sides of an A/B session run in two of them and measure the same cases)."""
+    if env_name == "existing" or env_name.startswith("existing-"):
+        return "", ""
+    return canonical_json({"name": env_name, "python": python, "requirements": requirements}), env_name
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def series_fingerprint(benchmark: str, case_fingerprint: str) -> str:
-    """The case fingerprint already covers case name, params, GPU model and capability.
+    """The case fingerprint already covers case name, params, GPU model, capability and asv environment.
 
     Equal to `digest_of({"benchmark": benchmark, "case": case_fingerprint})`, written out because ingest
     computes one per result row: the json module's string encoder without its object machinery."""

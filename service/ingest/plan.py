@@ -21,6 +21,7 @@ from tewatch.ingest.bounds import UNBOUNDED, UploadBounds
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.fingerprints import (
+    asv_environment,
     cached_case_id,
     case_fingerprint,
     case_id,
@@ -58,6 +59,7 @@ class CasePlan:
     gpu_model: str
     compute_capability: str
     labels: dict[str, Any]
+    environment: str = ""  # the asv environment's name where it takes part in the identity
 
     def row(self) -> dict[str, Any]:
         columns = {name: self.labels.get(name) for name in LABEL_COLUMNS}
@@ -72,6 +74,7 @@ class CasePlan:
             "gpu_model": self.gpu_model,
             "compute_capability": self.compute_capability,
             "labels": self.labels,
+            "environment": self.environment,
             **columns,
         }
 
@@ -159,12 +162,13 @@ def _case_identity(
     param_reprs: tuple[str, ...],
     gpu_model: str,
     compute_capability: str,
+    environment: str,
 ) -> tuple[str, dict[str, Any], str]:
     """(case id, params, case fingerprint) of one asv parameter combination; the same every upload.
 
     The params dict is shared by every caller: treat it as read-only."""
     params = {name: decode_param(r) for name, r in zip(param_names, param_reprs, strict=True)}
-    fingerprint = case_fingerprint(case_name, params, gpu_model, compute_capability)
+    fingerprint = case_fingerprint(case_name, params, gpu_model, compute_capability, environment)
     return case_id(case_name, params), params, fingerprint
 
 
@@ -215,6 +219,9 @@ class _Planner:
         self.compute_capability = machine_keys.get("compute_capability") or (
             gpu.compute_capability if gpu else ""
         )
+        self.environment, self.environment_name = asv_environment(
+            results.env_name, results.python, results.requirements
+        )
         self.cases: dict[str, CasePlan] = {}
         self._by_case_id: dict[str, CasePlan] = {}
         self.series: dict[str, tuple[str, str]] = {}
@@ -251,14 +258,18 @@ class _Planner:
         if case is not None:
             return case
         if fingerprint is None:
-            fingerprint = case_fingerprint(case_name, params, self.gpu_model, self.compute_capability)
+            fingerprint = case_fingerprint(
+                case_name, params, self.gpu_model, self.compute_capability, self.environment
+            )
         case = self.cases.get(fingerprint)
         if case is None:
             record = self.records.get(key)
             labels = (
                 dict(record.labels) if record else {k: v for k, v in params.items() if k in LABEL_COLUMNS}
             )
-            case = CasePlan(fingerprint, case_name, params, self.gpu_model, self.compute_capability, labels)
+            case = CasePlan(
+                fingerprint, case_name, params, self.gpu_model, self.compute_capability, labels, self.environment_name
+            )
             self.cases[fingerprint] = case
         self._by_case_id[key] = case
         return case
@@ -296,7 +307,8 @@ class _Planner:
                     field=f"results.{benchmark.name}.params",
                 )
             key, params, fingerprint = _case_identity(
-                case_name, param_names, combo.param_reprs, self.gpu_model, self.compute_capability
+                case_name, param_names, combo.param_reprs, self.gpu_model, self.compute_capability,
+                self.environment,
             )
             value = combo.value
             if value is not None and math.isnan(value) and self.records and key not in self.records:
@@ -413,7 +425,15 @@ class _Planner:
             )
         for case_fp, failures in sorted(self.unrecorded_failures.items()):
             verdicts.append(_verdict_row(case_fp, self._derived_check(failures), [], {}))
+        if self.run_record is None and not self.records:
+            verdicts += self._measured_passes()
         return verdicts
+
+    def _measured_passes(self) -> list[PlannedVerdict]:
+        """A plain asv run (no sidecar): each case that produced a value and no failure passes."""
+        measured = {self.series[r.series_fingerprint][0] for r in self.result_rows if r.status == "ok"}
+        passed = Check(status="pass", check="asv")
+        return [_verdict_row(fp, passed, [], {}) for fp in sorted(measured - self.unrecorded_failures.keys())]
 
     def _derived_check(self, failures: list[tuple[str, tuple[str, ...]]]) -> Check:
         texts = [failure_text(self.sections, benchmark, reprs) for benchmark, reprs in failures]

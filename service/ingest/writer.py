@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection, select, update
 
+from tewatch.ingest.commit_graph import place_commit
 from tewatch.ingest.fingerprints import sha256_hex
 from tewatch.ingest.latest import update_latest_verdicts
 from tewatch.ingest.plan import PlannedResult, PlannedVerdict, RunPlan
@@ -145,6 +146,7 @@ def _store_commit(conn: Connection, commit: dict) -> int:
             .where(Commit.id == commit_id, getattr(Commit, column).is_(None))
             .values({column: value})
         )
+    place_commit(conn, commit_id)
     return commit_id
 
 

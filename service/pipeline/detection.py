@@ -31,6 +31,7 @@ from tewatch.detect.direction import Direction, direction_of
 from tewatch.detect.environment import environment_shift
 from tewatch.detect.version import DETECTOR_VERSION
 from tewatch.pipeline.history import History, SeriesInfo, branch_histories, series_infos
+from tewatch.pipeline.withdrawal import withdraw
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, Detection, PrComparison
 from tewatch.store.database import write_session
 from tewatch.store.models import (
@@ -182,12 +183,11 @@ def _store_change_points(
                     _record_change_point(session, item.history, cp, branch, config, public_url, summary, existing)
                 for gone in existing:
                     if gone.commit_id in commits:  # later history no longer supports it
-                        gone.active = False
-                        summary.withdrawn += 1
+                        withdraw(session, gone, summary, item.history.points[-1].sha if item.history.points else "")
     summary.series += len(found)
 
 
-def _detect_on_branch(
+def detect_on_branch(
     engine: Engine, branch: str, public_url: str, config: ChangePointConfig, summary: DetectSummary,
     series_ids: list[int] | None = None, progress_total: Callable[[int], None] | None = None,
     progress: Callable[[int], None] | None = None,
@@ -221,7 +221,7 @@ def detect_branch(
     time. When a run lands on the branch meanwhile, the pass starts again from the newer history (the
     last of STALE_ATTEMPTS passes stores regardless)."""
     summary = DetectSummary()
-    _detect_on_branch(engine, branch, public_url, config or ChangePointConfig(), summary, series_ids,
+    detect_on_branch(engine, branch, public_url, config or ChangePointConfig(), summary, series_ids,
                       progress_total, progress)
     return summary
 
@@ -294,8 +294,10 @@ class CorrectnessChanges:
         return [f.row for f in self.failures]
 
 
-def correctness_changes(session: Session, run: Run, public_url: str) -> CorrectnessChanges:
-    before = previous_verdicts(session, run)
+def correctness_changes(session: Session, run: Run, public_url: str,
+                        before: dict[int, VerdictStatus] | None = None) -> CorrectnessChanges:
+    """`before`: each case's verdict at the run before (default: read from the store)."""
+    before = previous_verdicts(session, run) if before is None else before
     scope = f"pr{run.pr_number}" if run.pr_number is not None else f"branch:{run.branch}"
     failures, passing = [], []
     query = select(Verdict, Case).join(Case, Verdict.case_id == Case.id).where(Verdict.run_id == run.id)
@@ -683,5 +685,5 @@ def detect_after_upload(
         with write_session(engine) as session:
             store_pr_comparison(session, plan, summary)
     elif branch:
-        _detect_on_branch(engine, branch, public_url, change_config or ChangePointConfig(), summary, series_ids)
+        detect_on_branch(engine, branch, public_url, change_config or ChangePointConfig(), summary, series_ids)
     return summary

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tewatch.detect.ratios import Measured, paired_ratios
@@ -38,11 +38,13 @@ class SeriesInfo:
     higher_is_better: bool
     gpu_model: str
     kind: str = ""  # the benchmark's type: asv's ("track", "time"...) or "metric" (a case record's metric)
+    environment: str = ""  # asv's environment where it is part of the case's identity
 
     @property
     def label(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
-        return f"{self.benchmark}({params})" if params else self.benchmark
+        label = f"{self.benchmark}({params})" if params else self.benchmark
+        return f"{label} [{self.environment}]" if self.environment else label
 
 
 @dataclass
@@ -70,6 +72,13 @@ def _aware(moment: datetime | None) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def run_order(committed_at: datetime | None, started_at: datetime | None, uploaded_at: datetime | None,
+              run_id: int) -> tuple:
+    """Where a run sits in a branch's history: its commit's place (git graph, else date), then run start,
+    then upload."""
+    return (_aware(committed_at), _aware(started_at or uploaded_at), run_id)
+
+
 def _environment(machine: Machine, environment: Environment) -> dict[str, str]:
     return {
         "driver": machine.driver, "cuda": machine.cuda, "cublaslt": machine.cublaslt, "cudnn": machine.cudnn,
@@ -81,10 +90,10 @@ def branch_histories(
     session: Session, branch: str, series_ids: Iterable[int] | None = None, with_ratios: bool = True
 ) -> list[History]:
     """Every series' history on a branch (pull request runs excluded), one point per commit in commit
-    order (commit date, then run start, then upload); several runs of one commit give their median."""
+    order (tewatch.store.commit_order); several runs of one commit give their median."""
     query = (
         select(Result.series_id, Result.value, Result.run_id, Run.started_at, Run.uploaded_at, Commit.id,
-               Commit.sha, Commit.committed_at, Run.machine_id, Run.environment_id)
+               Commit.sha, func.coalesce(Commit.ordered_at, Commit.committed_at), Run.machine_id, Run.environment_id)
         .join(Run, Result.run_id == Run.id)
         .join(Commit, Run.commit_id == Commit.id)
         .where(Run.branch == branch, Run.pr_number.is_(None), Result.status == ResultStatus.ok,
@@ -103,7 +112,7 @@ def branch_histories(
     per_run: dict[int, list[Measured]] = defaultdict(list)
     run_meta = {}
     for series_id, value, run_id, started_at, uploaded_at, commit_id, sha, committed_at, machine_id, env_id in rows:
-        key = (_aware(committed_at), _aware(started_at or uploaded_at), run_id)
+        key = run_order(committed_at, started_at, uploaded_at, run_id)
         order[commit_id] = min(order.get(commit_id, key), key)
         env = environments[(machine_id, env_id)]
         by_series_commit[series_id][commit_id].append((run_id, sha, value, env))
@@ -166,6 +175,6 @@ def series_infos(session: Session, series_ids: Iterable[int]) -> dict[int, Serie
             infos[series_id] = SeriesInfo(
                 key=fingerprint, series_id=series_id, case_id=case_id, benchmark=benchmark.name,
                 params=case.params or {}, unit=benchmark.unit, higher_is_better=benchmark.higher_is_better,
-                gpu_model=case.gpu_model, kind=benchmark.type,
+                gpu_model=case.gpu_model, kind=benchmark.type, environment=case.environment or "",
             )
     return infos

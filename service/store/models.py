@@ -1,8 +1,9 @@
 """The tables. One run of `asv run` on one machine becomes one Run with its Results and Verdicts.
 
 Identity:
-- a Case is one asv class with one combination of params, on one GPU model and compute capability
-  (its fingerprint); a Series is one benchmark method of a case. History is read per series.
+- a Case is one asv class with one combination of params, on one GPU model and compute capability,
+  in one asv environment unless it is asv's `existing` one (its fingerprint); a Series is one benchmark
+  method of a case. History is read per series.
 - driver, CUDA, torch and TE versions are context on the Run (Machine, Environment), never identity.
 """
 
@@ -100,6 +101,20 @@ class Commit(Base):
     committed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     pr_number: Mapped[int | None] = mapped_column(Integer)
     merge_base_sha: Mapped[str | None] = mapped_column(String(64))
+    # its place in the git graph sent by `tewatch commits` (CommitGraph), else null: commit order is then
+    # committed_at, the results file's date
+    ordered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class CommitGraph(Base):
+    """Every commit of a repository's history as a runner's git sent it, benchmarked or not: its parents
+    and its place in commit order, a time no earlier than its committer date and later than its parents'."""
+
+    __tablename__ = "commit_graph"
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    sha: Mapped[str] = mapped_column(String(64), primary_key=True)
+    parents: Mapped[list] = mapped_column(JSON, default=list)
+    ordered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class Benchmark(Base):
@@ -130,6 +145,8 @@ class Case(Base):
     rank: Mapped[int | None] = mapped_column(Integer)
     world_size: Mapped[int | None] = mapped_column(Integer)
     labels: Mapped[dict] = mapped_column(JSON, default=dict)
+    # asv's environment (e.g. conda-py3.12) where it takes part in the identity; "" for `existing` ones
+    environment: Mapped[str] = mapped_column(String(300), default="", server_default="")
 
 
 class Series(Base):
@@ -223,7 +240,8 @@ class Verdict(Base):
 
 
 class LatestVerdict(Base):
-    """The verdict of the newest run (highest run id) of every case, kept by ingest in its transaction.
+    """The verdict of the newest run of every case in commit order (commit date, run start, run id; the
+    first two kept here), kept by ingest in its transaction.
 
     Derived rows, rewritten for every case on every upload: run_id and verdict_id carry no foreign key,
     whose per-row checks would cost PostgreSQL more than the update itself. Ingest writes them from the
@@ -233,6 +251,8 @@ class LatestVerdict(Base):
     case_id: Mapped[int] = mapped_column(ForeignKey("cases.id"), primary_key=True)
     run_id: Mapped[int] = mapped_column(Integer)
     verdict_id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))
+    committed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class LatestBranchVerdict(Base):
@@ -244,6 +264,8 @@ class LatestBranchVerdict(Base):
     case_id: Mapped[int] = mapped_column(ForeignKey("cases.id"), primary_key=True)
     run_id: Mapped[int] = mapped_column(Integer)
     verdict_id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))
+    committed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class RawFile(Base):

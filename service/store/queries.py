@@ -10,6 +10,7 @@ from sqlalchemy import Connection, Select, and_, func, select
 from sqlalchemy.orm import aliased
 
 from tewatch.store import case_archive
+from tewatch.store.commit_order import newest_commit_first
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.key_lists import in_key_list
 from tewatch.store.models import (
@@ -39,6 +40,7 @@ CASE_COLUMNS = (
     Case.rank,
     Case.world_size,
     Case.labels,
+    Case.environment,
 )
 VERDICT_COLUMNS = (
     Verdict.status,
@@ -289,6 +291,7 @@ def get_series(
         Run.uploaded_at,
         Commit.sha.label("commit_sha"),
         Commit.committed_at,
+        Commit.ordered_at,
         Run.machine_id,
         Machine.name.label("machine_name"),
         Environment.te_version,
@@ -305,13 +308,17 @@ def get_series(
         .join(Environment, Environment.id == Run.environment_id)
         .outerjoin(Verdict, and_(Verdict.run_id == Result.run_id, Verdict.case_id == series["case_id"]))
         .where(Result.series_id == series_id)
-        .order_by(Result.run_id.desc())
+        .order_by(*newest_commit_first(Result.run_id))
         .limit(limit)
     )
     if branch is not None:
         statement = statement.where(Run.branch == branch)
     points = _rows(conn, statement)
-    points.sort(key=lambda p: (p["committed_at"] is None, p["committed_at"] or 0, p["run_id"]))
+    for point in points:
+        point["at"] = point.pop("ordered_at") or point["committed_at"]
+    points.sort(key=lambda p: (p["at"] is None, p["at"].timestamp() if p["at"] else 0, p["run_id"]))
+    for point in points:
+        del point["at"]
     for point in points:
         point["status"] = _enum_value(point["status"])
         point["verdict"] = _enum_value(point["verdict"])
@@ -384,7 +391,8 @@ def latest_verdicts(
     branch: str | None = None,
     status: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The verdict of the most recent run (highest run id) of every case, on one branch or on any.
+    """The verdict of every case at its newest commit (commit date, run start, run id), on one branch or
+    on any.
 
     Reads the small tables ingest keeps up to date (one row per case, or per case and branch), then
     fetches those verdicts by id: one index probe each, however many runs the store holds."""

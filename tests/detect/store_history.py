@@ -64,3 +64,19 @@ class StoreHistory:
         self.runs.append(run)
         return run
 
+
+    @classmethod
+    def reopen(cls, session: Session) -> StoreHistory:
+        """The history already stored, to add runs to it in a later transaction."""
+        from sqlalchemy import select
+
+        history = cls.__new__(cls)
+        history.session = session
+        history.rng = np.random.default_rng(6)
+        history.machines = {m.driver: m for m in session.scalars(select(Machine))}
+        history.environment = session.scalar(select(Environment).where(Environment.digest == "env"))
+        history.series = session.scalar(select(Series).where(Series.fingerprint == "series-gemm"))
+        history.benchmark, history.case = history.series.benchmark, history.series.case
+        history.runs = list(session.scalars(select(Run).order_by(Run.id)))
+        history.commits = {r.commit.sha: r.commit for r in history.runs}
+        return history

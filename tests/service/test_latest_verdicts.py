@@ -10,12 +10,17 @@ from tewatch.ingest.service import ingest_bundle
 from tewatch.store import queries
 from tewatch.store.database import make_engine, write_connection
 
-# the newest verdict of every case, straight from the verdicts (what the tables must always say)
+# the verdict of every case at its newest commit (commit date, run start, run id), straight from the verdicts:
+# what the tables must always say
 NEWEST = """
-SELECT v.case_id, v.run_id, v.status FROM verdicts v JOIN runs r ON r.id = v.run_id
-WHERE v.run_id = (SELECT max(v2.run_id) FROM verdicts v2 JOIN runs r2 ON r2.id = v2.run_id
-                  WHERE v2.case_id = v.case_id AND (CAST(:branch AS VARCHAR) IS NULL OR r2.branch = :branch))
-ORDER BY v.case_id
+SELECT case_id, run_id, status FROM (
+  SELECT v.case_id, v.run_id, v.status, ROW_NUMBER() OVER (
+    PARTITION BY v.case_id
+    ORDER BY c.committed_at DESC, COALESCE(r.started_at, r.uploaded_at) DESC, v.run_id DESC) AS place
+  FROM verdicts v JOIN runs r ON r.id = v.run_id JOIN commits c ON c.id = r.commit_id
+  WHERE CAST(:branch AS VARCHAR) IS NULL OR r.branch = :branch
+) ranked WHERE place = 1
+ORDER BY case_id
 """
 
 
@@ -51,7 +56,7 @@ def test_latest_follows_every_upload_on_every_branch(db_url):
 
 
 def test_an_older_run_written_late_does_not_replace_a_newer_one(db_url):
-    """Two PostgreSQL transactions may commit out of run-id order: the highest run id stays."""
+    """Two PostgreSQL transactions may commit out of run-id order: the newer commit's run stays."""
     engine = make_engine(db_url)
     try:
         older = ingest_bundle(engine, bundle_of(tiny_run(0), branch="main")).run_id
@@ -77,5 +82,21 @@ def test_filters_combine_with_the_latest_table(db_url):
         assert errors and {r["status"] for r in errors} == {"error"}
         assert te and {r["backend"] for r in te} == {"te"}
         assert len(errors) == sum(r["status"] == "error" for r in everything)
+    finally:
+        engine.dispose()
+
+
+def test_a_backfilled_older_commit_leaves_the_newest_commit_latest(db_url):
+    from datetime import UTC, datetime
+
+    engine = make_engine(db_url)
+    try:
+        newest = ingest_bundle(engine, bundle_of(tiny_run(0), branch="main",
+                                                 commit_date=datetime(2026, 11, 30, tzinfo=UTC))).run_id
+        ingest_bundle(engine, bundle_of(tiny_run(1), branch="main", commit_date=datetime(2024, 1, 1, tzinfo=UTC)))
+        with engine.connect() as conn:
+            for scope in (None, "main"):
+                assert {r["run_id"] for r in queries.latest_verdicts(conn, branch=scope)} == {newest}
+                assert _answered(conn, scope) == _expected(conn, scope)
     finally:
         engine.dispose()

@@ -1,4 +1,4 @@
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
@@ -37,12 +37,21 @@ def list_comparisons(request: Request, pr_number: PathInt):
 @router.post("/api/v1/detect", response_model=DetectOut, dependencies=[Depends(require_token)],
              responses=BUSY)
 async def run_detection(request: Request, body: DetectIn):
-    """Run change-point detection over a branch's whole stored history now."""
-    from tewatch.pipeline.detection import detect_branch
+    """Run change-point detection over a branch's whole stored history now; with `runs`, what detection
+    after each of those uploads would have done, in one pass (unless detection after upload is off)."""
+    from tewatch.pipeline.batch import detect_after_uploads
+    from tewatch.pipeline.detection import DetectSummary, detect_branch
 
-    summary = await run_in_threadpool(
-        detect_branch, get_engine(request), body.branch, get_settings(request).public_url
-    )
+    settings = get_settings(request)
+    if body.runs is None:
+        summary = await run_in_threadpool(detect_branch, get_engine(request), body.branch, settings.public_url)
+    elif not settings.detect_after_upload:
+        summary = DetectSummary()
+    else:
+        try:
+            summary = await run_in_threadpool(detect_after_uploads, get_engine(request), body.runs, settings.public_url)
+        except LookupError as exc:
+            raise HTTPException(status_code=404, detail=str(exc)) from exc
     worker = getattr(request.app.state, "webhook_worker", None)
     if worker is not None and summary.events:
         worker.wake()

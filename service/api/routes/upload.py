@@ -1,5 +1,5 @@
 import time
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response, status
 from sqlalchemy.exc import DBAPIError
@@ -52,10 +52,12 @@ ERRORS = {**{code: {"model": ErrorAnswer} for code in (400, 401, 413, 415, 422)}
     },
 )
 async def upload_run(
-    request: Request, response: Response, background: BackgroundTasks, _: Annotated[None, Depends(require_token)]
+    request: Request, response: Response, background: BackgroundTasks, _: Annotated[None, Depends(require_token)],
+    detect: Literal["now", "later"] = "now",
 ) -> UploadAnswer:
     """Store what one `asv run` left behind (see docs/records.md). The same upload twice answers 200
-    with the run the first one created."""
+    with the run the first one created. `detect=later` leaves detection to one `POST /api/v1/detect` with
+    the runs of a batch of uploads."""
     metrics = request.app.state.metrics
     settings = get_settings(request)
     limit = settings.max_upload_bytes
@@ -76,7 +78,7 @@ async def upload_run(
     metrics.uploads.labels("created" if stored.created else "already_stored").inc()
     if stored.created:
         metrics.results_ingested.inc(sum(stored.summary.get("results", {}).values()))
-    if stored.created and get_settings(request).detect_after_upload:
+    if stored.created and detect == "now" and get_settings(request).detect_after_upload:
         background.add_task(detect_after_upload_task, request.app, stored.run_id)
     response.status_code = status.HTTP_201_CREATED if stored.created else status.HTTP_200_OK
     return UploadAnswer(

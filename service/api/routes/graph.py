@@ -1,0 +1,36 @@
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, Field, StringConstraints
+from starlette.concurrency import run_in_threadpool
+
+from tewatch.alerts.schemas import StoredText
+from tewatch.api.deps import get_engine, require_token
+from tewatch.ingest.commit_graph import store_graph
+from tewatch.store.database import write_connection
+
+router = APIRouter(tags=["catalog"])
+
+Sha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{4,64}$")]
+
+
+class CommitGraphIn(BaseModel):
+    repo: StoredText = Field(default="", max_length=200)
+    # parents first (`git log --topo-order --reverse`): sha, committer time (epoch seconds), parents
+    commits: list[tuple[Sha, Annotated[int, Field(ge=0, lt=32503680000)], list[Sha]]] = Field(max_length=2_000_000)
+
+
+class CommitGraphOut(BaseModel):
+    commits: int
+    placed: int  # stored commits of the repository that took their place in the graph
+
+
+@router.post("/api/v1/commits/graph", response_model=CommitGraphOut, dependencies=[Depends(require_token)])
+async def post_commit_graph(request: Request, body: CommitGraphIn) -> CommitGraphOut:
+    """Order the repository's commits by this git graph instead of their dates (`tewatch commits`)."""
+
+    def store() -> int:
+        with write_connection(get_engine(request)) as conn:
+            return store_graph(conn, body.repo, body.commits)
+
+    return CommitGraphOut(commits=len(body.commits), placed=await run_in_threadpool(store))

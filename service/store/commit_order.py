@@ -1,0 +1,26 @@
+"""Commit order as SQL: the commit's place in the git graph a runner sent (`tewatch commits`), else its
+date (a commit without either first), then run start (or upload), then run id. Branch histories, the
+latest-verdict tables and the pages' "latest" and "last N" all use it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import ColumnElement, DateTime, func, literal
+
+from tewatch.store.models import Commit, Run
+
+NO_DATE = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def commit_order_columns() -> tuple[ColumnElement, ColumnElement]:
+    """(commit date, run start) of a run, never null; with the run id, its place in commit order. The
+    query joins Run and Commit."""
+    return (func.coalesce(Commit.ordered_at, Commit.committed_at, literal(NO_DATE, DateTime(timezone=True))),
+            func.coalesce(Run.started_at, Run.uploaded_at))
+
+
+def newest_commit_first(run_id: ColumnElement) -> tuple[ColumnElement, ...]:
+    """ORDER BY terms, newest commit first."""
+    committed, started = commit_order_columns()
+    return committed.desc(), started.desc(), run_id.desc()
