@@ -155,7 +155,7 @@ class ComparisonOut(_Rows):
 class DetectIn(BaseModel):
     branch: StoredText = Field(default="main", max_length=200)
     # detection after these uploads (sent with `detect=later`) instead of over the branch's whole history
-    runs: list[int] | None = Field(default=None, max_length=1_000_000)
+    runs: list[Annotated[int, Field(ge=1, lt=2**31)]] | None = Field(default=None, max_length=1_000_000)
 
 
 class DetectOut(BaseModel):

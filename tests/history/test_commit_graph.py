@@ -104,3 +104,14 @@ def test_the_git_graph_orders_commits_whose_dates_do_not(tmp_path):
     assert all(place[p] < place[c] for c, ps in parents.items() for p in ps)
     assert by_graph[-1] == shas[-1]
     assert latest[FAILING.rpartition(".")[0]] == ("error", shas[-1])
+
+
+def test_a_graph_that_lists_a_commit_twice_or_a_child_first_is_refused_and_stores_nothing(tmp_path) -> None:
+    from tests.conftest import served_sqlite
+
+    with served_sqlite(tmp_path) as (server, _), server.client() as client:
+        twice = client.post("/api/v1/commits/graph", json={"commits": [["abcd", 1, []], ["abcd", 1, []]]})
+        assert twice.status_code == 422 and "listed twice" in twice.text
+        child_first = client.post("/api/v1/commits/graph", json={"commits": [["beef", 2, ["abcd"]], ["abcd", 1, []]]})
+        assert child_first.status_code == 422 and "parents first" in child_first.text
+        assert client.post("/api/v1/commits/graph", json={"commits": [["abcd", 1, []]]}).json()["commits"] == 1

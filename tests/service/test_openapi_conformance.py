@@ -15,11 +15,13 @@ from tests.service.uploads import parts_of, post_run, tiny_run
 EXAMPLES = 25  # per operation and database
 # Bodies whose validity no JSON Schema can say are exempt from "a schema-valid request is accepted": an
 # upload's parts are asv's files, which the document can only call binary, and a webhook URL must parse
-# as one httpx can send to (a host, a port up to 65535, IDNA). Their refusals are 4xx naming what is
-# wrong, which tests/service and tests/alerts check.
+# as one httpx can send to (a host, a port up to 65535, IDNA), and a commit graph lists every commit once
+# and after its parents. Their refusals are 4xx naming what is wrong, which tests/service, tests/alerts
+# and tests/history check.
 EXCLUDED = {
     "POST /api/v1/runs": [positive_data_acceptance],
     "POST /api/v1/webhooks": [positive_data_acceptance],
+    "POST /api/v1/commits/graph": [positive_data_acceptance],
 }
 CONFORMANCE = settings(
     max_examples=EXAMPLES,

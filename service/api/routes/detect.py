@@ -6,7 +6,7 @@ from tewatch.alerts import queries
 from tewatch.alerts.schemas import ComparisonOut, DetectIn, DetectionOut, DetectOut
 from tewatch.api.deps import get_engine, get_settings, read_access, require_token
 from tewatch.api.params import Offset, OptionalQueryInt, PathInt
-from tewatch.api.schemas import BUSY
+from tewatch.api.schemas import BUSY, NOT_FOUND
 
 router = APIRouter(tags=["detection"])
 
@@ -35,7 +35,7 @@ def list_comparisons(request: Request, pr_number: PathInt):
 
 
 @router.post("/api/v1/detect", response_model=DetectOut, dependencies=[Depends(require_token)],
-             responses=BUSY)
+             responses={**BUSY, **NOT_FOUND})
 async def run_detection(request: Request, body: DetectIn):
     """Run change-point detection over a branch's whole stored history now; with `runs`, what detection
     after each of those uploads would have done, in one pass (unless detection after upload is off)."""
