@@ -20,6 +20,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from benchmarks.contracts import (
+    TE_QUANTIZERS,
+    TE_TENSOR_QUANTIZERS,
+    _dequantize_or_unsupported,
+    _te_tensor,
+    quantizer_backend,
+    quantizer_recipe,
+)
 from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared
 from benchmarks.harness.cpu_ops import cpu_op_checks
@@ -35,7 +43,6 @@ from benchmarks.harness.profiles import (
 _PROFILE = current_profile()
 _TE = "te" in selected_backends()
 _TORCH_REF = "torch-ref" in selected_backends()
-TE_QUANTIZERS = ["nvfp4", "nvfp4-rht", "nvfp4-2d", "fp8-current", "fp8-block", "mxfp8", "fp8-delayed"]
 TORCH_REF_QUANTIZERS = ["torch-ref", "torch-ref-rht", "torch-ref-2d"]
 QUANTIZERS = (TE_QUANTIZERS if _TE else []) + (TORCH_REF_QUANTIZERS if _TORCH_REF else [])
 # normwise dequantization error of a standard normal input
@@ -44,28 +51,20 @@ TOLERANCE = {"nvfp4": 0.15, "fp8": 0.04, "mxfp8": 0.04}
 ODD_SHAPES = ["256x256", "256x272", "100x256", "128x130"]
 
 
-def _backend(quantizer: str) -> str:
-    return "torch-ref" if quantizer.startswith("torch-ref") else "te"
-
-
-def _recipe(quantizer: str) -> str:
-    return "nvfp4" if quantizer.startswith(("nvfp4", "torch-ref")) else quantizer
-
-
 def _tolerance(quantizer: str) -> float:
-    return TOLERANCE["nvfp4" if _recipe(quantizer) == "nvfp4" else "mxfp8" if quantizer == "mxfp8" else "fp8"]
+    return TOLERANCE["nvfp4" if quantizer_recipe(quantizer) == "nvfp4" else "mxfp8" if quantizer == "mxfp8" else "fp8"]
 
 
 class _QuantizerCheck(Case):
     one_shot = True
 
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
-        return {"backend": _backend(p["quantizer"]), "recipe": _recipe(p["quantizer"]),
+        return {"backend": quantizer_backend(p["quantizer"]), "recipe": quantizer_recipe(p["quantizer"]),
                 "variant": p["quantizer"], "op": self.op}
 
 
 def _device(quantizer: str, profile: Profile) -> str:
-    return "cuda" if _backend(quantizer) == "te" else profile.device
+    return "cuda" if quantizer_backend(quantizer) == "te" else profile.device
 
 
 def _quantize(quantizer: str, x: Any) -> tuple[dict[str, Any], Any]:
@@ -73,7 +72,7 @@ def _quantize(quantizer: str, x: Any) -> tuple[dict[str, Any], Any]:
     emulation's row-wise, RHT column-wise or 16x16-block variant)."""
     import torch
 
-    if _backend(quantizer) == "te":
+    if quantizer_backend(quantizer) == "te":
         from benchmarks.harness import te_ops
 
         with torch.no_grad():
@@ -149,7 +148,7 @@ if _TE:
 
     class CpuOps(_QuantizerCheck):
         param_names = ["quantizer"]
-        params = [["nvfp4", "mxfp8", "fp8-current", "fp8-block", "fp8-delayed"]]
+        params = [TE_TENSOR_QUANTIZERS]
         op = "cpu_ops"
         main_check = "cpu_add"
 
@@ -159,8 +158,6 @@ if _TE:
         def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
             import torch
 
-            from benchmarks.contracts import _dequantize_or_unsupported, _te_tensor
-
             shape = profile.contract_shape
             torch.manual_seed(0)
             q = _te_tensor(p["quantizer"], shape, torch.randn(shape, dtype=torch.bfloat16, device="cuda"))
@@ -169,12 +166,9 @@ if _TE:
                 self.record.add(check)
             return Prepared(fn=lambda: q.cpu(), device="cpu")
 
-
-if _TE:
-
     class NdUpdate(_QuantizerCheck):
         param_names = ["quantizer"]
-        params = [["nvfp4", "mxfp8", "fp8-current", "fp8-block", "fp8-delayed"]]
+        params = [TE_TENSOR_QUANTIZERS]
         op = "nd_update"
         main_check = "copy_"
 

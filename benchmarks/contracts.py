@@ -25,7 +25,9 @@ from benchmarks.harness.profiles import Profile, current_profile, selected_backe
 _PROFILE = current_profile()
 _TE = "te" in selected_backends()
 TE_QUANTIZERS = ["nvfp4", "nvfp4-rht", "nvfp4-2d", "fp8-current", "fp8-block", "mxfp8", "fp8-delayed"]
-ROUND_TRIP_QUANTIZERS = (["nvfp4", "mxfp8", "fp8-current", "fp8-block", "fp8-delayed"] if _TE else []) + (
+# one quantizer per format: the checks of a tensor rather than of a quantizer's options
+TE_TENSOR_QUANTIZERS = ["nvfp4", "mxfp8", "fp8-current", "fp8-block", "fp8-delayed"]
+ROUND_TRIP_QUANTIZERS = (TE_TENSOR_QUANTIZERS if _TE else []) + (
     ["torch-ref"] if "torch-ref" in selected_backends() else []
 )
 
@@ -34,11 +36,11 @@ class ShapeContractMismatch(AssertionError):
     """The shapes predicted for tracing differ from the buffers really allocated."""
 
 
-def _backend(quantizer: str) -> str:
-    return "torch-ref" if quantizer == "torch-ref" else "te"
+def quantizer_backend(quantizer: str) -> str:
+    return "torch-ref" if quantizer.startswith("torch-ref") else "te"
 
 
-def _recipe(quantizer: str) -> str:
+def quantizer_recipe(quantizer: str) -> str:
     return "nvfp4" if quantizer.startswith(("nvfp4", "torch-ref")) else quantizer
 
 
@@ -91,7 +93,7 @@ if _TE:
         main_check = "shape_contract"
 
         def labels(self, p: dict[str, Any]) -> dict[str, Any]:
-            return {"backend": "te", "recipe": _recipe(p["quantizer"]), "variant": p["quantizer"],
+            return {"backend": "te", "recipe": quantizer_recipe(p["quantizer"]), "variant": p["quantizer"],
                     "rank": p["rank"], "op": self.op}
 
         def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
@@ -126,7 +128,7 @@ class _PerQuantizerCase(_ContractCase):
     params = [ROUND_TRIP_QUANTIZERS]
 
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
-        return {"backend": _backend(p["quantizer"]), "recipe": _recipe(p["quantizer"]),
+        return {"backend": quantizer_backend(p["quantizer"]), "recipe": quantizer_recipe(p["quantizer"]),
                 "variant": p["quantizer"], "op": self.op}
 
     @staticmethod
@@ -135,7 +137,7 @@ class _PerQuantizerCase(_ContractCase):
 
         shape = spread_over_rank(*profile.contract_shape, 2)
         torch.manual_seed(0)
-        device = "cuda" if _backend(p["quantizer"]) == "te" else profile.device
+        device = "cuda" if quantizer_backend(p["quantizer"]) == "te" else profile.device
         return shape, torch.randn(shape, dtype=torch.bfloat16, device=device)
 
 

@@ -4,12 +4,12 @@ the kept H200 A/B campaign as pull request 1."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from tewatch.campaign.pipeline import single_commit
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.discover import RunFiles, find_runs
 from tewatch.ingest.service import ingest_bundle
@@ -53,11 +53,6 @@ def load_results(database_url: str, results_dir: Path, branch: str, public_url: 
         engine.dispose()
 
 
-def results_commit(results_dir: Path) -> str:
-    [run] = find_runs(results_dir)
-    return json.loads(run.result.read_text(errors="replace").replace("NaN", "null"))["commit_hash"]
-
-
 def project_head(project: Path) -> str:
     """torch-ref is the project's own code: its CPU runs are filed under the project's commit."""
     done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True, check=False)
@@ -85,7 +80,7 @@ def prepare_demo(project: Path, database_url: str, run_suites: bool, say: Callab
             stored = load_results(database_url, Path(tmp), "main", public_url)
             say(f"CPU run stored: {len(stored)} runs")
     campaign = project / CAMPAIGN
-    base = results_commit(campaign / "base-results")
+    base = single_commit(campaign / "base-results")
     load_results(database_url, campaign / "base-results", "main", public_url)
     stored = load_results(database_url, campaign / "head-results", f"pr-{DEMO_PR}", public_url, DEMO_PR, base)
     say(f"pull request {DEMO_PR}: the H200 A/B campaign's head ({sum(new for _, new in stored)} new) "

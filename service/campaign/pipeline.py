@@ -171,7 +171,7 @@ class Campaign:
             outcome = self._timed("base run", lambda: self._suite(results, self.opts.base_commit, {}))
             commit = outcome.commit
         else:
-            commit = self._single_commit(results)
+            commit = single_commit(results)
         self._timed("upload base", lambda: self._cli("upload", str(results), "--url", url, "--token", token,
                                                       "--branch", self.opts.branch))
         self.summary.base_commit = commit
@@ -192,17 +192,7 @@ class Campaign:
         self._timed(f"upload {what} as pull request {pr}",
                     lambda: self._cli("upload", str(results), "--url", url, "--token", token,
                                       "--branch", f"pr-{pr}", "--pr", str(pr), "--base", base))
-        return self._single_commit(results)
-
-    @staticmethod
-    def _single_commit(results: Path) -> str:
-        # asv's layout: <results>/<machine>/<commit>-<env>.json beside machine.json
-        commits = {json.loads(p.read_text(errors="replace").replace("NaN", "null"))["commit_hash"]
-                   for p in results.glob("*/*.json")
-                   if p.name != "machine.json" and not p.parent.name.startswith(".")}
-        if len(commits) != 1:
-            raise RuntimeError(f"{results} must hold the results of exactly one commit, found {len(commits)}")
-        return commits.pop()
+        return single_commit(results)
 
     def _wait_for_report(self, receiver: WebhookReceiver, reports: int) -> None:
         deadline = time.monotonic() + PR_REPORT_WAIT_S
@@ -264,3 +254,14 @@ def _refile_all(results_dir: Path, commit: str) -> None:
             for path in list(machine_dir.glob("*.json")):
                 if path.name != "machine.json":
                     results.refile(path, commit)
+
+
+def single_commit(results: Path) -> str:
+    """The commit of the one run an asv results folder holds."""
+    # asv's layout: <results>/<machine>/<commit>-<env>.json beside machine.json
+    commits = {json.loads(p.read_text(errors="replace").replace("NaN", "null"))["commit_hash"]
+               for p in results.glob("*/*.json")
+               if p.name != "machine.json" and not p.parent.name.startswith(".")}
+    if len(commits) != 1:
+        raise RuntimeError(f"{results} must hold the results of exactly one commit, found {len(commits)}")
+    return commits.pop()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tewatch.campaign.pipeline import Campaign
+from tewatch.campaign.pipeline import single_commit
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "h200-full"
 
@@ -16,7 +16,7 @@ def test_the_commit_of_a_results_folder_written_by_tewatch_run(tmp_path: Path) -
     shutil.copytree(FIXTURE, results)
     # tewatch run leaves the asv config it ran with beside benchmarks.json
     (results / ".tewatch-asv.conf.json").write_text(json.dumps({"version": 1, "results_dir": str(results)}))
-    assert Campaign._single_commit(results) == "f7d8c16d14e12838378ca44617af2072e71c8508"
+    assert single_commit(results) == "f7d8c16d14e12838378ca44617af2072e71c8508"
 
 
 def test_a_folder_with_two_commits_is_refused(tmp_path: Path) -> None:
@@ -27,4 +27,4 @@ def test_a_folder_with_two_commits_is_refused(tmp_path: Path) -> None:
     (tmp_path / ".tewatch-asv.conf.json").write_text("{}")
     (tmp_path / "machine" / "machine.json").write_text("{}")
     with pytest.raises(RuntimeError, match="exactly one commit, found 2"):
-        Campaign._single_commit(tmp_path)
+        single_commit(tmp_path)
