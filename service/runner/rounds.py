@@ -17,7 +17,7 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ class _Side:
     sizes: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     lost: set[tuple[str, str]] = field(default_factory=set)  # series whose stored samples asv replaced
     records: dict[str, dict[str, Any]] = field(default_factory=dict)  # case id -> merged record
+    combinations: list[_Combination] = field(default_factory=list)  # of the side's results after the last round
 
 
 def run_ab(sides: list[tuple[str, RunOptions]], rounds: int, deadline_s: float | None = None,
@@ -92,11 +93,11 @@ def run_ab(sides: list[tuple[str, RunOptions]], rounds: int, deadline_s: float |
 def _run_round(side: _Side, index: int, timed: str | None) -> None:
     options = side.options if index == 1 else replace(side.options, bench=timed, append_samples=True)
     outcome = run_suite(options)
-    data = results.load(outcome.results_file)
-    benchmarks = results.load(outcome.results_file.parent.parent / "benchmarks.json")
-    for name, case_id, samples in _sample_counts(data, benchmarks):
-        sizes = side.sizes.setdefault((name, case_id), [0] * (index - 1))
-        sizes.append(samples - sum(sizes))
+    side.combinations = _combinations(results.load(outcome.results_file),
+                                      results.load(outcome.results_file.parent.parent / "benchmarks.json"))
+    for c in side.combinations:
+        sizes = side.sizes.setdefault((c.benchmark, c.case_id), [0] * (index - 1))
+        sizes.append(len(c.samples or []) - sum(sizes))
     cases = outcome.sidecar / "cases"
     for path in sorted(cases.glob("*.json")):
         fresh = json.loads(path.read_text())
@@ -140,23 +141,30 @@ def _append_round(merged: dict[str, Any], fresh: dict[str, Any], index: int) -> 
     merged["recorded_at"] = fresh.get("recorded_at")
 
 
-def _combinations(data: dict[str, Any]) -> Iterator[tuple[str, tuple[str, ...], Any, list | None]]:
-    """(benchmark, param reprs, result, samples) of every parameter combination of an asv results file,
-    in asv's (itertools.product) order."""
+@dataclass(frozen=True)
+class _Combination:
+    """One parameter combination of an asv results file."""
+
+    benchmark: str
+    params: tuple[str, ...]  # asv's reprs
+    value: Any
+    samples: list | None
+    case_id: str
+
+
+def _combinations(data: dict[str, Any], benchmarks: dict[str, Any]) -> list[_Combination]:
+    """Every parameter combination of an asv results file, in asv's (itertools.product) order."""
     columns = data.get("result_columns", ["result", "params"])
+    cases = results.iter_case_results(data, benchmarks)  # the same order, with decoded params
+    found = []
     for name, row in data.get("results", {}).items():
         row = list(row) + [None] * (len(columns) - len(row))
         combos = list(itertools.product(*(row[columns.index("params")] or [])))
         values = row[columns.index("result")] or [None] * len(combos)
         samples = (row[columns.index("samples")] if "samples" in columns else None) or [None] * len(combos)
-        yield from ((name, combo, value, sample) for combo, value, sample in zip(combos, values, samples))
-
-
-def _sample_counts(data: dict[str, Any], benchmarks: dict[str, Any]) -> list[tuple[str, str, int]]:
-    """(benchmark, case id, stored samples) of every parameter combination."""
-    cases = results.iter_case_results(data, benchmarks)  # the same order, with decoded params
-    return [(name, case.case_id, len(stored or []))
-            for (name, _, _, stored), case in zip(_combinations(data), cases, strict=True)]
+        found += [_Combination(name, combo, value, sample, next(cases).case_id)
+                  for combo, value, sample in zip(combos, values, samples)]
+    return found
 
 
 def _timed_cases_regex(sides: list[_Side]) -> tuple[str | None, float]:
@@ -164,21 +172,15 @@ def _timed_cases_regex(sides: list[_Side]) -> tuple[str | None, float]:
     checks left out (their records say `one_shot`), and their share of the base's combinations (at least
     0.4: a timed case costs more than a skipped one)."""
     names: set[str] = set()
-    combinations = 0
     for side in sides:
-        assert side.outcome is not None
-        data = results.load(side.outcome.results_file)
-        benchmarks = results.load(side.outcome.results_file.parent.parent / "benchmarks.json")
-        cases = results.iter_case_results(data, benchmarks)
-        for (name, combo, value, _), case in zip(_combinations(data), cases, strict=True):
-            combinations += side is sides[0]
-            if side.records.get(case.case_id, {}).get("one_shot"):
+        for c in side.combinations:
+            if side.records.get(c.case_id, {}).get("one_shot"):
                 continue
-            if isinstance(value, float) and value == value:
-                names.add(f"{name}({', '.join(combo)})" if combo else name)
+            if isinstance(c.value, float) and c.value == c.value:
+                names.add(f"{c.benchmark}({', '.join(c.params)})" if c.params else c.benchmark)
     if not names:
         return None, 0.0
-    share = max(0.4, min(1.0, len(names) / max(combinations, 1)))
+    share = max(0.4, min(1.0, len(names) / max(len(sides[0].combinations), 1)))
     return "^(?:" + "|".join(re.escape(n) for n in sorted(names)) + ")$", share
 
 
