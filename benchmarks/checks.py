@@ -8,6 +8,8 @@ CpuOps           a quantized tensor moved to the CPU goes through the ops user c
                  torch.testing.assert_close reach, each one a check (the `+ 0` RecursionError was one).
 CompileSequence  te.Linear under torch.compile beyond one call: train -> eval -> train, and a 3-D input
                  whose sequence dimension is dynamic, seen at two lengths; each step against eager.
+CompiledLayer    a whole te.LayerNormMLP or te.TransformerLayer compiled vs eager on a 3-D input, before
+                 and after an update of its weights in place.
 NdUpdate         a 3-D quantized tensor with both usages updated in place (`copy_`, `quantize_`) equals
                  a fresh quantize of the new values, buffer for buffer.
 DcpRoundTrip     a te.Linear whose weight is quantized at init, saved and loaded through
@@ -29,7 +31,7 @@ from benchmarks.contracts import (
     quantizer_recipe,
 )
 from benchmarks.harness import records
-from benchmarks.harness.case import Case, Prepared
+from benchmarks.harness.case import Case, Prepared, Unsupported
 from benchmarks.harness.cpu_ops import cpu_op_checks
 from benchmarks.harness.numerics import differing_buffers, relative_error
 from benchmarks.harness.profiles import (
@@ -335,8 +337,131 @@ def _steps(sequence: str, profile: Profile, device: str) -> list[tuple[str, Any]
     return [("first_length", train(half, dynamic=True)), ("second_length", train(longer, dynamic=True))]
 
 
+LAYERS = ["LayerNormMLP", "TransformerLayer"]
+# normwise, per tensor: inductor may round a layer's bf16 elementwise ops and reductions other than eager
+# does (a bf16 LayerNorm's weight gradients by ~1e-2); a wrong path reads far more (a stale weight: 0.67)
+LAYER_TOLERANCE = 0.02
+
+
+class CompiledLayer(Case):
+    """A whole layer compiled vs eager on a (batch, seq, hidden) input: a step, an update of the weights in
+    place (as an optimizer step or a loaded checkpoint does), another step. Output, input gradient and every
+    weight gradient within LAYER_TOLERANCE of eager's; the 3-D compile bug only surfaced end to end."""
+
+    param_names = ["recipe", "layer"]
+    params = [LINEAR_RECIPES, LAYERS]
+    op = "layer_compile"
+    main_check = "compiled_vs_eager"
+    one_shot = True
+    timeout = 600
+
+    def labels(self, p: dict[str, Any]) -> dict[str, Any]:
+        backend = "torch-ref" if p["recipe"] == "torch-ref" else "te"
+        return {"backend": backend, "recipe": p["recipe"], "compile_mode": "default", "input_rank": 3,
+                "layer": p["layer"], "op": self.op}
+
+    def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:
+        return ("torch-ref", "nvfp4") if p["recipe"] == "torch-ref" else ("te", p["recipe"])
+
+    def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
+        import torch
+
+        from benchmarks.harness.numerics import max_abs_difference
+
+        make_layer, autocast = _layer_builders(p["recipe"], p["layer"], profile)
+        eager, compiled = make_layer(), make_layer()
+        compiled.load_state_dict(eager.state_dict())
+        torch._dynamo.reset()
+        compiled_forward = torch.compile(compiled, mode="default")
+        batch, seq, hidden = _layer_input_shape(profile)
+        torch.manual_seed(0)
+        x = torch.randn(batch, seq, hidden, dtype=torch.bfloat16, device=profile.device)
+        dy = torch.randn_like(x)
+
+        def step(module: Any, forward: Any) -> dict[str, Any]:
+            inp = x.detach().clone().requires_grad_(True)
+            module.zero_grad(set_to_none=True)
+            with autocast():
+                out = forward(inp)
+            out.backward(dy)
+            grads = {f"grad_{name}": w.grad for name, w in module.named_parameters() if w.grad is not None}
+            return {"output": out.detach(), "grad_input": inp.grad, **grads}
+
+        for name in ("step", "after_update"):
+            if name == "after_update":
+                _update_in_place(eager, compiled)
+            got, want = step(compiled, compiled_forward), step(eager, eager)
+            if got.keys() != want.keys():
+                raise AssertionError(f"compiled and eager gradients differ in which weights they reach: "
+                                     f"{sorted(got.keys() ^ want.keys())}")
+            errors = {k: relative_error(got[k], want[k]) if got[k].shape == want[k].shape else math.inf
+                      for k in want}
+            worst = max(errors, key=lambda k: errors[k])
+            exact = sorted(k for k in want if got[k].shape == want[k].shape
+                           and max_abs_difference(got[k], want[k]) == 0)
+            self.record.add(records.compare(f"compiled_vs_eager_{name}", "relative_error", errors[worst],
+                                            LAYER_TOLERANCE, worst=worst, bit_for_bit=len(exact),
+                                            tensors=len(want)))
+        return Prepared(fn=lambda: step(compiled, compiled_forward), device=profile.device)
+
+
+def _layer_input_shape(profile: Profile) -> tuple[int, int, int]:
+    hidden = min(profile.linear_in_out[0], 1024)
+    return 2, min(profile.linear_tokens, 2048) // 2, hidden
+
+
+def _layer_builders(recipe: str, layer: str, profile: Profile) -> tuple[Any, Any]:
+    """(make a fresh layer, the autocast context factory)."""
+    import contextlib
+
+    import torch
+
+    hidden = _layer_input_shape(profile)[2]
+    if recipe == "torch-ref":
+        if layer != "LayerNormMLP":
+            raise Unsupported(f"the torch-ref backend emulates te.LayerNormMLP only, not te.{layer}")
+        from benchmarks.harness.emulated_linear import EmulatedNVFP4LayerNormMLP
+
+        def make_emulated() -> Any:
+            torch.manual_seed(1)
+            return EmulatedNVFP4LayerNormMLP(hidden, 4 * hidden, profile.device, torch.bfloat16)
+
+        return make_emulated, contextlib.nullcontext
+
+    from benchmarks.harness import te_ops
+    from benchmarks.harness.te_import import import_transformer_engine
+
+    te = import_transformer_engine()
+    te_recipe = te_ops.recipe(recipe)
+
+    def make_te() -> Any:
+        torch.manual_seed(1)
+        common = {"params_dtype": torch.bfloat16, "device": "cuda"}
+        if layer == "LayerNormMLP":
+            return te.LayerNormMLP(hidden, 4 * hidden, bias=False, **common)
+        return te.TransformerLayer(hidden, 4 * hidden, max(hidden // 64, 1), hidden_dropout=0.0,
+                                   attention_dropout=0.0, self_attn_mask_type="causal",
+                                   attn_input_format="bshd", **common)
+
+    def autocast() -> Any:
+        return te.autocast(enabled=te_recipe is not None, recipe=te_recipe)
+
+    return make_te, autocast
+
+
+def _update_in_place(*layers: Any) -> None:
+    """The same update of every weight of each layer (layers made alike), a tenth of its spread."""
+    import torch
+
+    for layer in layers:
+        torch.manual_seed(2)
+        with torch.no_grad():
+            for w in layer.parameters():
+                w.add_(torch.randn_like(w) * (0.1 * w.float().std().nan_to_num(0.0).item() + 0.01))
+
+
 _KEPT = {"Determinism": bool(QUANTIZERS), "OddShapes": bool(QUANTIZERS), "CpuOps": _TE, "NdUpdate": _TE,
-         "DcpRoundTrip": _TE, "CompileSequence": bool(LINEAR_RECIPES)}
+         "DcpRoundTrip": _TE, "CompileSequence": bool(LINEAR_RECIPES), "CompiledLayer": bool(LINEAR_RECIPES)}
 for _name, _kept in _KEPT.items():  # asv discovers the classes left in the module
     if _name in globals() and (not _kept or _name not in _PROFILE.general_checks):
         del globals()[_name]

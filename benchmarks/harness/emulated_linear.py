@@ -48,3 +48,17 @@ class EmulatedNVFP4Linear(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return _EmulatedNVFP4Linear.apply(x, self.weight)
+
+
+class EmulatedNVFP4LayerNormMLP(torch.nn.Module):
+    """te.LayerNormMLP's shape through the emulation: LayerNorm, fc1, GELU, fc2 (no biases). The norm
+    computes in float32 with float32 weights, as TE's kernel does."""
+
+    def __init__(self, hidden: int, ffn_hidden: int, device: str, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.layer_norm = torch.nn.LayerNorm(hidden, device=device, dtype=torch.float32)
+        self.fc1 = EmulatedNVFP4Linear(hidden, ffn_hidden, device=device, dtype=dtype)
+        self.fc2 = EmulatedNVFP4Linear(ffn_hidden, hidden, device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.nn.functional.gelu(self.fc1(self.layer_norm(x.float()).to(x.dtype))))

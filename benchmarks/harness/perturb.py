@@ -13,6 +13,8 @@ expects the service to flag exactly what they break. Each one imitates a real cl
   each breaks exactly the property one of the general checks (benchmarks/checks.py) looks at: every
   second quantize flips a bit; a last dimension off the 16 grid is padded and quantized silently; the
   compiled emulated te.Linear skips quantization in eval mode.
+- `torchref-compile-stale-weight` (correctness): compiled in training mode, the emulated te.Linear keeps the weight values
+  of its first call, so a layer compiled whole (`checks.CompiledLayer`) misses an update of its weights.
 - `fp8-current-stale-nd-update` (correctness): Float8CurrentScalingQuantizer.update_quantized leaves a
   tensor of rank 3 or more as it was: what the N-D update check (`checks.NdUpdate`) looks for on a GPU.
 - `te-ref-extra-sync` (performance): TE's NVFP4QuantizerRef.quantize synchronises the device and copies
@@ -238,6 +240,28 @@ def _compile_eval_path(emu: Any) -> None:
     emulated_linear.EmulatedNVFP4Linear.forward = forward
 
 
+def _compile_stale_weight(emu: Any) -> None:
+    """Compiled in training mode, the emulated te.Linear keeps the weight values of its first call (a graph
+    that baked the weight in as a constant): an update of the weights in place is not seen."""
+    import torch
+
+    from benchmarks.harness import emulated_linear
+
+    original = emulated_linear.EmulatedNVFP4Linear.forward
+
+    @functools.wraps(original)
+    def forward(self: Any, x: Any) -> Any:
+        touched["torchref-compile-stale-weight"] += 1
+        if not torch.compiler.is_compiling() or not self.training:
+            return original(self, x)
+        if not hasattr(self, "_baked_weight"):
+            self._baked_weight = self.weight.detach().clone()
+        baked = self.weight + (self._baked_weight - self.weight).detach()  # the old values, the new gradient
+        return emulated_linear._EmulatedNVFP4Linear.apply(x, baked)
+
+    emulated_linear.EmulatedNVFP4Linear.forward = forward
+
+
 def _te_ref_extra_sync(te: Any) -> None:
     import torch
 
@@ -323,6 +347,7 @@ TORCH_REF: dict[str, Callable[[Any], None]] = {
     "torchref-nondeterministic": _nondeterministic,
     "torchref-odd-shape-silent": _odd_shape_silent,
     "torchref-compile-eval-path": _compile_eval_path,
+    "torchref-compile-stale-weight": _compile_stale_weight,
 }
 TE: dict[str, Callable[[Any], None]] = {
     "te-ref-extra-sync": _te_ref_extra_sync,

@@ -14,7 +14,8 @@ from benchmarks.harness.cpu_ops import cpu_op_checks
 from tests.suites.test_run_ci_profile import _runner
 
 BENCH = r"^checks\."
-BREAKS = "torchref-nondeterministic,torchref-odd-shape-silent,torchref-compile-eval-path"
+BREAKS = ("torchref-nondeterministic,torchref-odd-shape-silent,torchref-compile-eval-path,"
+          "torchref-compile-stale-weight")
 
 
 def _verdicts(project: Path, home: Path, results: Path, perturb: str = "") -> dict[str, dict]:
@@ -41,7 +42,10 @@ def runs(project: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict,
 
 def test_every_general_check_of_torch_ref_passes_and_says_what_it_refused(runs) -> None:
     plain, _ = runs
-    assert len(plain) == 3 + 8 + 2  # determinism x 3, odd shapes x 8, compile sequences x 2
+    # determinism x 3, odd shapes x 8, compile sequences x 2, compiled layers x 2
+    assert len(plain) == 3 + 8 + 2 + 2
+    refused_layer = plain.pop("checks.CompiledLayer(TransformerLayer, torch-ref)")["verdict"]
+    assert refused_layer["status"] == "unsupported" and "LayerNormMLP only" in refused_layer["reason"]
     assert {r["verdict"]["status"] for r in plain.values()} == {"pass"}
     assert all(r.get("one_shot") for r in plain.values())
     refused = plain["checks.OddShapes(torch-ref, 128x130)"]["verdict"]["details"]["refused"]
@@ -64,6 +68,11 @@ def test_each_check_fails_when_its_property_breaks(runs) -> None:
     failed = broken["checks.CompileSequence(torch-ref, train-eval-train)"]["verdict"]
     assert failed["status"] == "fail_accuracy" and failed["check"] == "compiled_vs_eager_eval"
     assert status["checks.CompileSequence(torch-ref, dynamic-sequence)"] == "pass"
+    # the stale weight shows only after the update: the first step of the compiled layer is right
+    layer = broken["checks.CompiledLayer(LayerNormMLP, torch-ref)"]
+    assert layer["verdict"]["status"] == "fail_accuracy"
+    assert layer["verdict"]["check"] == "compiled_vs_eager_after_update"
+    assert {c["check"]: c["status"] for c in layer["extra_checks"]} == {"compiled_vs_eager_step": "pass"}
 
 
 class RecursingOnAdd(torch.Tensor):
