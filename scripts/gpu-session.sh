@@ -15,9 +15,11 @@
 #   campaign (kind nvidia-h200): the campaign alone, then the harness against do_bench on the idle GPU
 #        (`harness`).
 #   ab (kind nvidia-h200): an A/B campaign in rounds (`campaign_ab`): base and head with the four sized
-#        slowdowns, interleaved round by round (three, as the deadline allows), uploaded as pull request 1;
-#        with AB_ARMS=3 also an A/A arm of the base's own code (pull request 2), and with CUDA_TESTS=1 the
-#        emulation's CUDA tests first (`cuda_tests`).
+#        slowdowns (AB_PERTURB='' for the base's own code: an A/A), interleaved round by round (three, as
+#        the deadline allows: AB_DEADLINE seconds after the plan started), uploaded as pull request 1;
+#        with AB_ARMS=3 also an A/A arm of the base's own code (pull request 2), with CUDA_TESTS=1 the
+#        emulation's CUDA tests first (`cuda_tests`), and with CHECKS_UNTIL=SECONDS the full profile's
+#        general checks after it (`checks`), in chunks, until that many seconds after the plan started.
 # `campaign`: the quick profile on TE as installed (its base run, timed as a whole) and, as pull request
 # 1 on the same GPU, again with two documented changes applied at import.
 # Every results folder has its own inductor cache (tewatch run's default), so compile times stay cold.
@@ -39,6 +41,8 @@ job() {  # job NAME COMMAND...: run one job, log it, mark it done with its exit 
 }
 
 source scripts/gpu-chunks.sh
+CHUNKS_CHECKS=("^checks\\.CompiledLayer" "^checks\\.(Determinism|CpuOps|NdUpdate|DcpRoundTrip)"
+               "^checks\\.CompileSequence" "^checks\\.OddShapes")
 CHUNKS_FULL=("^(contracts|gemm|quantize|rht)\\." "^linear\\..*'(eager|default)'\\)$"
              "^linear\\..*'reduce-overhead'\\)$" "^linear\\..*'max-autotune'\\)$")
 
@@ -65,19 +69,23 @@ plan_campaign() {
 
 plan_ab() {
   compile_threads=$(nproc)
-  local aa=()
+  local aa=() deadline=${AB_DEADLINE:-1480}
   [[ ${AB_ARMS:-2} == 3 ]] && aa=(--aa)
   if [[ ${CUDA_TESTS:-0} == 1 ]]; then
     CUDA_VISIBLE_DEVICES=0 job cuda_tests python3 -m pytest -q -p no:cacheprovider tests/emulation/test_cuda.py
   fi
-  CUDA_VISIBLE_DEVICES=0 job campaign_ab timeout --signal=INT --kill-after=30 $((${AB_DEADLINE:-1480} + 150)) \
-    python3 -m tewatch campaign --profile quick --perturb "$perturb_ab" --pr 1 "${aa[@]}" --rounds 3 \
-    --deadline "${AB_DEADLINE:-1480}" --out "$results/campaign_ab"
+  CUDA_VISIBLE_DEVICES=0 job campaign_ab timeout --signal=INT --kill-after=30 $((deadline - SECONDS + 150)) \
+    python3 -m tewatch campaign --profile quick --perturb "${AB_PERTURB-$perturb_ab}" --pr 1 "${aa[@]}" \
+    --rounds 3 --deadline $((deadline - SECONDS)) --out "$results/campaign_ab"
+  if [[ -n ${CHECKS_UNTIL:-} ]]; then
+    CUDA_VISIBLE_DEVICES=0 job checks in_chunks "$results/checks" $((CHECKS_UNTIL - SECONDS)) --profile full \
+      -- "${CHUNKS_CHECKS[@]}"
+  fi
 }
 
 pack() {
   local name
-  for name in full campaign distributed harness cuda_tests campaign_ab; do
+  for name in full campaign distributed harness cuda_tests campaign_ab checks; do
     if [[ -f $results/$name.done && ! -f $results/$name.packed ]]; then
       tar czf "$OUT/$name.tar.gz" -C "$results" --exclude=.inductor-cache --ignore-failed-read "$name" \
         "$name.log" "$name.done" \
