@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import enum
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -75,6 +75,10 @@ class ComparePair:
     higher_is_better: bool = False
     history_sigma: float | None = None  # run-to-run noise (log units) from the base branch's history
     family: str | None = None  # the benchmark: series whose noise informs each other's
+    # within the family, the series whose process-level noise is alike (the backend: TE's fused kernels
+    # and its pure-PyTorch reference moved by 0.3 % and 3-6 % between processes); a group of one series
+    # borrows its family's
+    group: str | None = None
     paired: bool = False  # both sides come from one A/B session: rounds pair by index
     seconds: bool = True  # the value is a time (host-bound floor applies to short ones)
     # whether the call is host-bound (its kernels a small share of its time); None: unknown, then a call
@@ -181,15 +185,15 @@ def round_differences(pair: ComparePair, min_samples: int) -> _RoundDifferences 
                              min(len(b), len(h)), False)
 
 
-def _family_round_prior(found: Sequence[_RoundDifferences | None], families: Sequence[str | None],
-                        config: CompareConfig) -> dict[str, tuple[float, float]]:
+def _family_round_prior(found: Sequence[_RoundDifferences | None], families: Sequence[Hashable | None],
+                        config: CompareConfig) -> dict[Hashable, tuple[float, float]]:
     """Family -> (prior variance of one round's difference, its degrees of freedom): the family's pooled
     variance, each series about its own mean (a change of the whole family does not enter it), each
     capped at `prior_cap` times the family's median so that one wild process cannot set the family's
     noise. Process levels are heavy-tailed (a process now and then sits 5-12 % off): the mean keeps that
     tail in, where a median would promise tighter rounds than a pull request gets. Degrees of freedom are
     the family's, capped."""
-    pooled: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    pooled: dict[Hashable, list[tuple[float, float]]] = defaultdict(list)
     for rounds, family in zip(found, families):
         if rounds is not None and family is not None:
             pooled[family].append((rounds.variance, rounds.dof))
@@ -201,6 +205,16 @@ def _family_round_prior(found: Sequence[_RoundDifferences | None], families: Seq
             variance = sum(min(v, cap) * d for v, d in items) / dof
             priors[family] = (variance, min(dof, config.max_prior_dof))
     return priors
+
+
+def _round_priors(items: Sequence[ComparePair], rounds: Sequence[_RoundDifferences | None],
+                  config: CompareConfig) -> list[tuple[float, float] | None]:
+    """Each pair's prior for its round variance: its group's within the family, else its family's."""
+    groups = [(p.family, p.group) if p.family is not None and p.group is not None else None for p in items]
+    by_group = _family_round_prior(rounds, groups, config)
+    by_family = _family_round_prior(rounds, [p.family for p in items], config)
+    return [by_group[g] if g in by_group else by_family.get(p.family) if p.family is not None else None
+            for p, g in zip(items, groups)]
 
 
 def without_outlier_rounds(rounds: _RoundDifferences, prior_variance: float,
@@ -221,11 +235,16 @@ def without_outlier_rounds(rounds: _RoundDifferences, prior_variance: float,
 
 def rounds_shift(rounds: _RoundDifferences, prior: tuple[float, float] | None, config: CompareConfig) -> _Shift:
     """Moderated t on the round differences: the series' own variance and its family's, weighted by their
-    degrees of freedom, never below the floor."""
+    degrees of freedom, never below the floor. A series whose own rounds disagree beyond what its family's
+    variance allows (an F test at `own_spread_alpha`) keeps its own variance and degrees of freedom: its
+    process level moves more than its family's, and borrowing their noise would promise it a precision
+    its rounds do not have (on an H200, one te.Linear's kernel time sat 14 % apart in two processes of the
+    same code, where its family moves by 1-2 %)."""
     variance, dof = rounds.variance, rounds.dof
     if prior is not None:
         prior_variance, prior_dof = prior
-        variance = (dof * variance + prior_dof * prior_variance) / (dof + prior_dof)
+        if not _beyond_prior(rounds, prior, config):
+            variance = (dof * variance + prior_dof * prior_variance) / (dof + prior_dof)
         dof = dof + prior_dof
     floor = 2 * config.rounds_sigma_floor**2
     variance = max(variance, floor)
@@ -233,6 +252,14 @@ def rounds_shift(rounds: _RoundDifferences, prior: tuple[float, float] | None, c
     p = float(2 * stats.t.sf(abs(rounds.estimate) / se, dof))
     return _Shift(rounds.estimate, float(stats.t.ppf(0.5 + config.confidence / 2, dof)) * se, p,
                   float(np.sqrt(variance / 2)), NoiseSource.rounds, rounds.rounds)
+
+
+def _beyond_prior(rounds: _RoundDifferences, prior: tuple[float, float], config: CompareConfig) -> bool:
+    prior_variance, prior_dof = prior
+    if prior_variance <= 0:
+        return rounds.variance > 0
+    ratio = rounds.variance / prior_variance
+    return bool(ratio > stats.f.ppf(1 - config.own_spread_alpha, rounds.dof, prior_dof))
 
 
 # one run per side ----------------------------------------------------------------------------------------
@@ -278,7 +305,6 @@ def single_run_noise(base: np.ndarray, head: np.ndarray, pair: ComparePair, fami
         between, source = spread, NoiseSource.samples
     short = float(np.median(base)) < config.host_bound_seconds
     host_bound = pair.host_bound if pair.host_bound is not None else short
-    host_bound = host_bound or _one_shot_in_rounds(pair)
     if pair.seconds and host_bound and config.host_bound_sigma > between:
         between, source = config.host_bound_sigma, NoiseSource.host
     if family is not None and family.sigma > between:
@@ -289,7 +315,8 @@ def single_run_noise(base: np.ndarray, head: np.ndarray, pair: ComparePair, fami
 def _one_shot_in_rounds(pair: ComparePair) -> bool:
     """Both sides of one A/B session, the series measured in round 1 alone: a check whose timing is a
     by-product (the contract suite's host work: shape checks, CPU copies, torch.save), one process a side.
-    A CPU round trip's level moved by 21 % between two such processes of the same code on an H200."""
+    No level can be read from one process a side: a CPU round trip of the same code moved by 21 % between
+    two such processes on an H200, a CPU op sweep by 0.1x and 8x. Its comparison is inconclusive."""
     sizes = (pair.base.round_sizes, pair.head.round_sizes)
     return pair.paired and all(s is not None and len(s) > 1 and sum(1 for n in s if n) == 1 for s in sizes)
 
@@ -358,18 +385,17 @@ def compare_sweep(
     families = [item.family for item in items]
     cleaned = [(_clean(p.base.samples), _clean(p.head.samples)) for p in items]
     rounds = [round_differences(p, config.min_samples) for p in items]
-    priors = _family_round_prior(rounds, families, config)
-    rounds = [r if r is None or not r.paired or f not in priors
-              else without_outlier_rounds(r, priors[f][0], config)
-              for r, f in zip(rounds, families)]
+    priors = _round_priors(items, rounds, config)
+    rounds = [r if r is None or not r.paired or prior is None else without_outlier_rounds(r, prior[0], config)
+              for r, prior in zip(rounds, priors)]
     family_sigmas = family_between_run_sigmas(
         [c for c, r in zip(cleaned, rounds) if r is None], [f for f, r in zip(families, rounds) if r is None],
         config)
     shifts: list[_Shift | None] = []
-    for pair, (base, head), found in zip(items, cleaned, rounds):
+    for pair, (base, head), found, prior in zip(items, cleaned, rounds, priors):
         if found is not None:
-            shifts.append(rounds_shift(found, priors.get(pair.family) if pair.family else None, config))
-        elif min(len(base), len(head)) < config.min_samples:
+            shifts.append(rounds_shift(found, prior, config))
+        elif min(len(base), len(head)) < config.min_samples or _one_shot_in_rounds(pair):
             shifts.append(None)
         else:
             family = family_sigmas.get(pair.family) if pair.family else None

@@ -61,6 +61,8 @@ class CompareConfig:
     max_prior_dof: cap on the degrees of freedom a benchmark's other series lend a series' round spread.
     prior_cap: a series' round variance counts towards its benchmark's at most this many times the
         benchmark's median.
+    own_spread_alpha: a series whose round variance exceeds its benchmark's by more than the F test at
+        this level allows keeps its own variance (and degrees of freedom) instead of borrowing theirs.
     round_outlier_k: a paired round further than this many of the benchmark's sigmas from the series'
         median round is an outlying process and is left out (three rounds or more, two always kept).
     mode_min_share, mode_separation: a process's samples are multi-modal when a gap splits off at least
@@ -81,6 +83,7 @@ class CompareConfig:
     max_prior_dof: float = 30.0
     prior_cap: float = 10.0
     round_outlier_k: float = 4.0
+    own_spread_alpha: float = 0.01
     mode_min_share: float = 0.1
     mode_separation: float = 4.0
     bootstrap_resamples: int = 2000

@@ -587,7 +587,7 @@ def plan_pr_comparison(
         base = _sides(base_results.get(series_id, []))
         kernel = info.benchmark.endswith(f".{KERNEL_METRIC}")
         pairs.append(ComparePair(base, head, info.higher_is_better, sigmas.get(series_id), info.benchmark,
-                                 paired=paired, seconds=info.unit == "seconds",
+                                 group=info.backend or None, paired=paired, seconds=info.unit == "seconds",
                                  host_bound=False if kernel else host_bound.get(info.case_id)))
         keys.append(series_id)
     results = compare_sweep(pairs, config)

@@ -39,6 +39,7 @@ class SeriesInfo:
     gpu_model: str
     kind: str = ""  # the benchmark's type: asv's ("track", "time"...) or "metric" (a case record's metric)
     environment: str = ""  # asv's environment where it is part of the case's identity
+    backend: str = ""  # the case's backend label (te, te-ref, torch-ref), where it has one
 
     @property
     def label(self) -> str:
@@ -176,5 +177,6 @@ def series_infos(session: Session, series_ids: Iterable[int]) -> dict[int, Serie
                 key=fingerprint, series_id=series_id, case_id=case_id, benchmark=benchmark.name,
                 params=case.params or {}, unit=benchmark.unit, higher_is_better=benchmark.higher_is_better,
                 gpu_model=case.gpu_model, kind=benchmark.type, environment=case.environment or "",
+                backend=case.backend or "",
             )
     return infos

@@ -1,6 +1,7 @@
 """The kept H200 A/B rounds (tests/fixtures/h200-ab-rounds: base and the four sized slowdowns, two rounds
-interleaved on one machine) compared again through a real service, and the kept same-code arms of
-tests/fixtures/h200-aa-subset compared round by round."""
+interleaved on one machine) and A/A rounds (tests/fixtures/h200-aa-quick: the same code on both sides)
+compared again through a real service, and the kept same-code arms of tests/fixtures/h200-aa-subset
+compared round by round."""
 
 import ast
 import itertools
@@ -18,25 +19,47 @@ TOO_SMALL_TO_MATTER = {f"linear.LinearFwdBwd(mode={mode}, rank={rank}, recipe=nv
                        for mode in ("default", "eager") for rank in (2, 3)}
 
 
-def test_every_case_the_slowdowns_move_is_a_regression_and_nothing_else_changes(tmp_path) -> None:
-    kept = FIXTURES / "h200-ab-rounds"
+def _compared_again(kept: Path, out: Path) -> tuple[dict, dict]:
+    """(the campaign's score of the head's cases, the pr.report's data)."""
     done = subprocess.run(
         [sys.executable, "-m", "tewatch", "campaign", "--base-results", str(kept / "base-results"),
-         "--head-results", str(kept / "head-results"), "--pr", "1", "--out", str(tmp_path), "--project", str(ROOT)],
+         "--head-results", str(kept / "head-results"), "--pr", "1", "--out", str(out), "--project", str(ROOT)],
         capture_output=True, text=True, timeout=300, check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    scored = json.loads((tmp_path / "summary.json").read_text())["perturbations"]
+    scored = json.loads((out / "summary.json").read_text())["perturbations"]
+    [report] = [json.loads(p.read_text())["body"]["data"] for p in (out / "webhooks").glob("*pr.report*")]
+    return scored, report
+
+
+def _timed_cases(results: Path) -> int:
+    """Cases of a results folder that were timed round after round (not one-shot, not unsupported)."""
+    records = [json.loads(p.read_text()) for p in results.glob("vm-h200/*.tewatch/cases/*.json")]
+    return sum(1 for r in records if not r.get("one_shot") and r["verdict"]["status"] == "pass" and r["metrics"])
+
+
+def test_every_case_the_slowdowns_move_is_a_regression_and_nothing_else_changes(tmp_path) -> None:
+    scored, report = _compared_again(FIXTURES / "h200-ab-rounds", tmp_path)
     assert scored["touched"] == 27 and scored["regressions"] == 23 and scored["flagged_untouched"] == []
     missed = {m.split(":")[0] for m in scored["missed"]}
     assert missed == TOO_SMALL_TO_MATTER and all("kernel_seconds unchanged" in m for m in scored["missed"])
-    [report] = [json.loads(p.read_text())["body"]["data"] for p in (tmp_path / "webhooks").glob("*pr.report*")]
     assert report["rounds"] == 2
     cases = report["case_counts"]
     untouched = sum(cases.values()) - scored["touched"]
     assert cases["regression"] == 23 and cases.get("improvement", 0) == 0
     # the untouched timed cases (contract checks, timed once, included) mostly say "unchanged"
     assert cases["unchanged"] - len(TOO_SMALL_TO_MATTER) >= untouched / 2
+
+
+def test_the_same_code_on_both_sides_changes_no_case_and_most_timed_cases_are_unchanged(tmp_path) -> None:
+    kept = FIXTURES / "h200-aa-quick"
+    scored, report = _compared_again(kept, tmp_path)
+    assert report["rounds"] == 2
+    cases = report["case_counts"]
+    assert cases.get("regression", 0) + cases.get("improvement", 0) <= 1 and scored["flagged_untouched"] == []
+    timed = _timed_cases(kept / "head-results")
+    assert timed == 61
+    assert cases["unchanged"] >= timed / 2
 
 
 def _rounds_of(side: Path, rounds: int, keep: int) -> dict[tuple[str, str, str], Side]:

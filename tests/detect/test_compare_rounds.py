@@ -36,7 +36,27 @@ def test_a_change_of_the_whole_family_does_not_widen_the_round_intervals():
     rng = np.random.default_rng(2)
     moved = compare_sweep(_family(rng, 12, 3, 0.005, [0.06] * 12))
     assert {c.verdict for c in moved} == {CompareVerdict.regression}
-    assert max(c.ci_high - c.ci_low for c in moved) < 0.04
+    widths = sorted(c.ci_high - c.ci_low for c in moved)
+    # one of the twelve spread its own rounds beyond the family's (the F test's 1 %): its own spread
+    assert widths[-2] < 0.02 and widths[-1] < 0.05
+
+
+def test_a_series_whose_rounds_disagree_beyond_its_family_keeps_its_own_spread():
+    # on an H200, the same code's te.Linear kernel time sat 1.03 and 1.17 ms in two processes of the base
+    # and 1.04 and 1.03 ms in the head's: rounds read -1 % and +12 %, where the family moves by 1-2 %
+    rng = np.random.default_rng(10)
+    family = _family(rng, 12, 2, 0.01, [0.0] * 12)
+    base = Side(np.concatenate([1.027e-3 * np.exp(rng.normal(0, 0.002, 20)),
+                                1.170e-3 * np.exp(rng.normal(0, 0.002, 20))]), [20, 20])
+    head = Side(np.concatenate([1.040e-3 * np.exp(rng.normal(0, 0.002, 20)),
+                                1.027e-3 * np.exp(rng.normal(0, 0.002, 20))]), [20, 20])
+    *rest, odd = compare_sweep([*family, ComparePair(base, head, family="quantize", paired=True)])
+    assert odd.verdict is CompareVerdict.inconclusive and odd.ci_low < -0.1
+    assert CompareVerdict.improvement not in {c.verdict for c in rest}
+    # the same two rounds in a family as spread as they are borrow its spread and read what they read
+    wide = _family(np.random.default_rng(10), 12, 2, 0.06, [0.0] * 12)
+    *_, borrowed = compare_sweep([*wide, ComparePair(base, head, family="quantize", paired=True)])
+    assert borrowed.ci_high - borrowed.ci_low < odd.ci_high - odd.ci_low
 
 
 def test_one_wild_series_does_not_lend_its_spread_to_the_family():
@@ -115,14 +135,13 @@ def _one_shot(rng, level: float, shift: float = 0.0, rounds: int = 3, n: int = 3
     return Side(samples, [n] + [0] * (rounds - 1))
 
 
-def test_a_check_timed_once_in_a_session_of_rounds_gets_the_noise_of_one_process_on_the_host():
-    # one CPU round trip of the same code, one process a side, read 21 % slower on an H200 (samples 2.7 %)
+def test_a_check_timed_once_in_a_session_of_rounds_is_not_compared():
+    # one process a side: a CPU round trip of the same code read 21 % slower on an H200 (samples 2.7 %),
+    # a CPU op sweep 0.1x and 8x
     rng = np.random.default_rng(9)
-    [moved] = compare_sweep([ComparePair(_one_shot(rng, 3e-3), _one_shot(rng, 3e-3, 0.21), paired=True)])
-    assert moved.verdict is CompareVerdict.inconclusive and moved.noise_source is NoiseSource.host
-    # an order of magnitude is a regression all the same
-    [tenfold] = compare_sweep([ComparePair(_one_shot(rng, 3e-3), _one_shot(rng, 3e-3, 9.0), paired=True)])
-    assert tenfold.verdict is CompareVerdict.regression
-    # the same samples as two plain single runs keep the single-run path's floor
-    [plain] = compare_sweep([ComparePair(Side(_one_shot(rng, 3e-3).samples), Side(_one_shot(rng, 3e-3, 0.21).samples))])
-    assert plain.noise_source is not NoiseSource.host
+    for shift in (0.21, 7.0, -0.9):
+        [moved] = compare_sweep([ComparePair(_one_shot(rng, 3e-3), _one_shot(rng, 3e-3, shift), paired=True)])
+        assert moved.verdict is CompareVerdict.inconclusive
+    # the same samples as two plain single runs are compared as single runs
+    [plain] = compare_sweep([ComparePair(Side(_one_shot(rng, 3e-3).samples), Side(_one_shot(rng, 3e-3, 9.0).samples))])
+    assert plain.verdict is CompareVerdict.regression
