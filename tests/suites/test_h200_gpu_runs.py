@@ -144,3 +144,21 @@ def test_campaign_pr_report_lists_the_two_correctness_failures_first_and_was_sig
     assert webhook["event"] == "pr.report" and webhook["signature_valid"] is True
     assert webhook["body"]["data"]["correctness_failures"] == 2
     assert webhook["body"]["data"]["counts"] == {"regression": 11, "inconclusive": 116}
+
+
+def test_the_general_checks_on_the_h200_find_two_te_failures_beyond_the_seed_bugs() -> None:
+    _, _, records = _run("h200-checks")
+    for recipe in ("bf16", "fp8-delayed", "fp8-current", "fp8-block"):
+        layer = _verdict(records, "checks.CompiledLayer", recipe=recipe, layer="TransformerLayer")
+        assert layer["status"] == "error" and "get_attention_backend" in layer["message"]
+        mlp = records[results.case_id("checks.CompiledLayer", {"recipe": recipe, "layer": "LayerNormMLP"})]
+        assert mlp["verdict"]["status"] == "pass" and mlp["verdict"]["value"] == 0.0
+        assert [c["status"] for c in mlp["extra_checks"]] == ["pass"]
+    dcp = _verdict(records, "checks.DcpRoundTrip", recipe="fp8-delayed")
+    assert dcp["status"] == "error" and "Size mismatch" in dcp["message"] and "_extra_state" in dcp["message"]
+    for recipe in ("fp8-current", "fp8-block"):
+        assert _verdict(records, "checks.DcpRoundTrip", recipe=recipe)["status"] == "pass"
+    cpu = _verdict(records, "checks.CpuOps", quantizer="nvfp4")
+    assert cpu["status"] == "error" and "recursion" in cpu["message"]
+    for quantizer in ("fp8-delayed", "fp8-current", "fp8-block", "torch-ref", "torch-ref-rht", "torch-ref-2d"):
+        assert _verdict(records, "checks.Determinism", quantizer=quantizer)["status"] == "pass"
