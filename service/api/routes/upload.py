@@ -16,7 +16,13 @@ from tewatch.store.contention import busy_reason
 
 router = APIRouter(tags=["upload"])
 
-ERRORS = {**{code: {"model": ErrorAnswer} for code in (400, 401, 413, 415, 422)}, **BUSY}
+REFUSED_OR_MALFORMED = {
+    "description": "a record the store cannot keep, naming its file and field; or a malformed `detect`",
+    "content": {"application/json": {"schema": {"anyOf": [
+        {"$ref": "#/components/schemas/ErrorAnswer"}, {"$ref": "#/components/schemas/HTTPValidationError"},
+    ]}}},
+}  # fmt: skip
+ERRORS = {**{code: {"model": ErrorAnswer} for code in (400, 401, 413, 415)}, 422: REFUSED_OR_MALFORMED, **BUSY}
 
 
 @router.post(
