@@ -10,6 +10,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from tewatch.core.settings import normalise_database_url
+from tewatch.store import writer_turns
 
 LOCK_WAIT_SECONDS = 30.0  # how long a writer waits for a lock another writer holds (store.contention)
 SQLITE_CACHE_KIB = 64 * 1024  # per connection
@@ -61,10 +62,15 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
         cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         cursor.close()
 
+    database = engine.url.database or ""
+    writer_turns.install(engine)
+
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        immediate = conn.get_execution_options().get(WRITE_TRANSACTION, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        if conn.get_execution_options().get(WRITE_TRANSACTION, False):
+            writer_turns.begin_immediate(conn, database, busy_timeout_ms)
+        else:
+            conn.exec_driver_sql("BEGIN")
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
