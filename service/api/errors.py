@@ -12,6 +12,7 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -41,7 +42,8 @@ def install_error_handlers(app: FastAPI) -> None:
         return await http_exception_handler(request, exc)
 
     @app.exception_handler(DBAPIError)
-    async def _database_error(request: Request, exc: DBAPIError) -> JSONResponse:
+    @app.exception_handler(PoolTimeout)
+    async def _database_error(request: Request, exc: DBAPIError | PoolTimeout) -> JSONResponse:
         reason = busy_reason(exc)
         if reason is None:
             raise exc

@@ -28,10 +28,17 @@ def json_text(value) -> str:
     return orjson.dumps(value).decode("utf-8")
 
 
-def make_engine(url: str, lock_wait_seconds: float = LOCK_WAIT_SECONDS, **kwargs) -> Engine:
+def make_engine(
+    url: str, lock_wait_seconds: float = LOCK_WAIT_SECONDS, connections: int | None = None, **kwargs
+) -> Engine:
     """An engine whose writers wait at most `lock_wait_seconds` for a lock (SQLite's write lock, a
-    PostgreSQL row or table lock); past it the statement fails with what store.contention calls busy."""
+    PostgreSQL row or table lock); past it the statement fails with what store.contention calls busy.
+    A checkout waits as long for one of at most `connections` (default: SQLAlchemy's 15) to be free."""
     url = normalise_database_url(url)
+    kwargs.setdefault("pool_timeout", lock_wait_seconds)
+    if connections is not None:
+        kwargs.setdefault("pool_size", min(5, connections))
+        kwargs.setdefault("max_overflow", connections - kwargs["pool_size"])
     kwargs.setdefault("json_serializer", json_text)
     kwargs.setdefault("json_deserializer", orjson.loads)
     wait_ms = max(int(lock_wait_seconds * 1000), 1)

@@ -3,6 +3,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response, status
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.concurrency import run_in_threadpool
 
 from tewatch.alerts.service_hooks import detect_after_upload_task
@@ -76,7 +77,7 @@ async def upload_run(
     except IngestError:
         metrics.uploads.labels("rejected").inc()
         raise
-    except DBAPIError as exc:
+    except (DBAPIError, PoolTimeout) as exc:
         if busy_reason(exc):
             metrics.uploads.labels("busy").inc()
         raise
