@@ -122,12 +122,14 @@ def test_a_kill_inside_the_upload_transaction_leaves_nothing_half_stored(db_url,
                               env={POINT_VARIABLE: point, SIGNAL_VARIABLE: str(signal)})  # fmt: skip
         with ThreadPoolExecutor(max_workers=1) as pool, paused.client() as client:
             upload = pool.submit(post_run, client, parts, branch=branch)
-            where = wait_for_file(signal, upload, SIGNAL_WAIT_S)
-            assert where["point"] == point and where["pid"] == paused.process.pid, where
-            open_then = write_transaction_open(db_url)
-            unseen_then = not run_visible(db_url, where["run_id"])
-            paused.process.kill()
-            paused.process.wait(30)
+            try:
+                where = wait_for_file(signal, upload, SIGNAL_WAIT_S)
+                assert where["point"] == point and where["pid"] == paused.process.pid, where
+                open_then = write_transaction_open(db_url)
+                unseen_then = not run_visible(db_url, where["run_id"])
+            finally:  # killed whatever happens: a paused service would hold its lock for good
+                paused.process.kill()
+                paused.process.wait(30)
             with pytest.raises(httpx.TransportError):
                 upload.result(timeout=60)
         assert open_then and unseen_then, (
