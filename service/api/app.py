@@ -19,7 +19,7 @@ from tewatch.store.database import make_engine
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The app for one database. Migrations are applied by `tewatch serve`/`tewatch db upgrade`, not here."""
     settings = settings or Settings()
-    engine = make_engine(settings.database_url, settings.lock_wait_seconds)
+    engine = make_engine(settings.database_url, settings.lock_wait_seconds, settings.database_connections)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import math
 from urllib.parse import parse_qsl
 
+import orjson
 from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tewatch.ingest.errors import IngestError
+from tewatch.ingest.errors import IngestError, printable
 from tewatch.store.contention import busy_reason
+from tewatch.store.limits import json_problem
 
 BUSY_RETRY_AFTER_SECONDS = 5
 
@@ -20,12 +28,52 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _ingest_error(_: Request, exc: IngestError) -> JSONResponse:
         return JSONResponse(exc.as_dict(), status_code=exc.status_code)
 
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        """FastAPI's 422, echoing only what an answer can carry: a JSON body may hold a lone surrogate
+        (`"\\ud800"`), 1e999 or a 5,000-digit integer, on which FastAPI's own 422 failed (500)."""
+        errors = [{**error, "input": _shown(error["input"])} if "input" in error else error for error in exc.errors()]
+        return JSONResponse({"detail": _printable_json(jsonable_encoder(errors))}, status_code=422)
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException):
+        """FastAPI's answer, with request text a detail quotes made printable (see above)."""
+        exc.detail = _printable_json(exc.detail)
+        return await http_exception_handler(request, exc)
+
     @app.exception_handler(DBAPIError)
-    async def _database_error(request: Request, exc: DBAPIError) -> JSONResponse:
+    @app.exception_handler(PoolTimeout)
+    async def _database_error(request: Request, exc: DBAPIError | PoolTimeout) -> JSONResponse:
         reason = busy_reason(exc)
         if reason is None:
             raise exc
         return busy_answer(reason, request.app.state.settings.lock_wait_seconds)
+
+
+def _shown(value):
+    """A request value as a 422 may echo it: text printable, numbers finite and short, anything else
+    that JSON cannot carry (or that is large) summarised."""
+    if isinstance(value, str):
+        return printable(value[:1000])
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if value.bit_length() <= 64 else f"an integer of {value.bit_length()} bits"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if json_problem(value) is None and len(orjson.dumps(value)) <= 1000:
+        return value
+    return f"a {type(value).__name__} that is not shown"
+
+
+def _printable_json(value):
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, list):
+        return [_printable_json(item) for item in value]
+    if isinstance(value, dict):
+        return {printable(key): _printable_json(item) for key, item in value.items()}
+    return value
 
 
 def busy_answer(reason: str, waited_seconds: float) -> JSONResponse:

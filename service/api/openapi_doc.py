@@ -1,6 +1,7 @@
 """What the OpenAPI document adds to what FastAPI derives from the routes, so that it promises only what
 is served: RefuseNul's 400 on every operation, no NUL in any text parameter, and query times inside
-the window the store keeps (tewatch.api.params)."""
+the window the store keeps (tewatch.api.params); and the links from an answer to the operations its ids
+lead to (an upload to its run and results, a result to its series, an alert to its status change)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,30 @@ REFUSED = {
     "description": "a NUL character (%00) in the path or a query parameter",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorAnswer"}}},
 }
+RUN_OF_UPLOAD = {
+    "GetRun": ("get", "/api/v1/runs/{run_id}", {"run_id": "$response.body#/run_id"}),
+    "GetRunResults": ("get", "/api/v1/runs/{run_id}/results", {"run_id": "$response.body#/run_id"}),
+}
+# (method, path, status) of an answer -> link name -> (method, path, {parameter: runtime expression})
+LINKS: dict[tuple[str, str, str], dict[str, tuple[str, str, dict[str, str]]]] = {
+    ("post", "/api/v1/runs", "201"): RUN_OF_UPLOAD,
+    ("post", "/api/v1/runs", "200"): RUN_OF_UPLOAD,
+    ("get", "/api/v1/runs", "200"): {
+        "GetFirstRun": ("get", "/api/v1/runs/{run_id}", {"run_id": "$response.body#/items/0/id"}),
+        "GetFirstRunResults": ("get", "/api/v1/runs/{run_id}/results", {"run_id": "$response.body#/items/0/id"}),
+    },
+    ("get", "/api/v1/runs/{run_id}/results", "200"): {
+        "GetFirstSeries": ("get", "/api/v1/series/{series_id}", {"series_id": "$response.body#/items/0/series_id"}),
+    },
+    ("get", "/api/v1/alerts", "200"): {
+        "SetFirstAlertStatus": (
+            "post", "/api/v1/alerts/{alert_id}/status", {"alert_id": "$response.body#/0/id"}
+        ),
+    },
+    ("post", "/api/v1/alerts/{alert_id}/status", "200"): {
+        "GetAlert": ("get", "/api/v1/alerts/{alert_id}", {"alert_id": "$response.body#/id"}),
+    },
+}  # fmt: skip
 
 
 def install_openapi(app: FastAPI) -> None:
@@ -36,6 +61,17 @@ def complete(document: dict[str, Any]) -> None:
             for parameter in operation.get("parameters", []):
                 _constrain(parameter.get("schema", {}))
             operation.setdefault("responses", {}).setdefault("400", REFUSED)
+    _link(document)
+
+
+def _link(document: dict[str, Any]) -> None:
+    paths = document.get("paths", {})
+    for (method, path, status), links in LINKS.items():
+        answer = paths[path][method]["responses"][status]
+        answer["links"] = {
+            name: {"operationId": paths[target_path][target_method]["operationId"], "parameters": parameters}
+            for name, (target_method, target_path, parameters) in links.items()
+        }
 
 
 def _constrain(schema: dict[str, Any]) -> None:

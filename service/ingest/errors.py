@@ -24,13 +24,14 @@ class IngestError(Exception):
 
     def as_dict(self) -> dict:
         """The JSON answer; NULs and lone surrogates from the upload come back as escapes."""
-        body = {"detail": _printable(str(self)), "message": _printable(self.message)}
+        body = {"detail": printable(str(self)), "message": printable(self.message)}
         for key in ("file", "field", "line", "column"):
             value = getattr(self, key)
             if value is not None:
-                body[key] = _printable(value) if isinstance(value, str) else value
+                body[key] = printable(value) if isinstance(value, str) else value
         return body
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
+    """The text with NULs and lone surrogates written as escapes, so any JSON answer can carry it."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")

@@ -11,6 +11,7 @@ from sqlalchemy import Connection, select, update
 from tewatch.ingest.commit_graph import place_commit
 from tewatch.ingest.fingerprints import sha256_hex
 from tewatch.ingest.latest import update_latest_verdicts
+from tewatch.ingest.pause_point import pause_point
 from tewatch.ingest.plan import PlannedResult, PlannedVerdict, RunPlan
 from tewatch.ingest.upsert import get_or_create_ids, get_or_create_lazily, insert_ignoring_conflicts
 from tewatch.store.bulk import insert_rows
@@ -89,6 +90,7 @@ def store_plan(conn: Connection, plan: RunPlan) -> StoredRun:
     run_id = conn.execute(statement, run_row).scalar()
     if run_id is None:
         raise AlreadyStored(existing_run(conn, plan.digest)[0])
+    pause_point("after-run", run_id)
     insert_rows(
         conn,
         Result.__table__,
@@ -101,11 +103,13 @@ def store_plan(conn: Connection, plan: RunPlan) -> StoredRun:
         VERDICT_COLUMNS,
         [(run_id, case_ids[(v.case_fingerprint,)], *v[1:]) for v in plan.verdicts],
     )
+    pause_point("after-results", run_id)
     update_latest_verdicts(conn, run_id, plan.run["branch"])
     conn.execute(
         RunFile.__table__.insert(),
         [{"run_id": run_id, "role": role, "digest": file_digests[role]} for role, _ in plan.files],
     )
+    pause_point("before-commit", run_id)
     return StoredRun(run_id, True, plan.digest, summary)
 
 

@@ -2,12 +2,14 @@
 
 SQLite answers SQLITE_BUSY (or SQLITE_LOCKED) once its busy timeout runs out; PostgreSQL answers
 lock_not_available once `lock_timeout` runs out, and deadlock_detected or serialization_failure when it
-chose this transaction to give way. In each case the transaction is rolled back whole.
+chose this transaction to give way; SQLAlchemy's pool times out when every connection stayed in use for
+as long. In each case the transaction is rolled back whole (or never began).
 """
 
 from __future__ import annotations
 
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 SQLITE_BUSY, SQLITE_LOCKED = 5, 6
 POSTGRES_BUSY = {
@@ -19,6 +21,8 @@ POSTGRES_BUSY = {
 
 def busy_reason(exc: BaseException) -> str | None:
     """What the writer waited for, in words, when `exc` says the store was busy; else None."""
+    if isinstance(exc, PoolTimeout):
+        return "a database connection: every one this service may open is in use"
     if not isinstance(exc, DBAPIError):
         return None
     orig = exc.orig

@@ -10,6 +10,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from tewatch.core.settings import normalise_database_url
+from tewatch.store import writer_turns
 
 LOCK_WAIT_SECONDS = 30.0  # how long a writer waits for a lock another writer holds (store.contention)
 SQLITE_CACHE_KIB = 64 * 1024  # per connection
@@ -27,10 +28,17 @@ def json_text(value) -> str:
     return orjson.dumps(value).decode("utf-8")
 
 
-def make_engine(url: str, lock_wait_seconds: float = LOCK_WAIT_SECONDS, **kwargs) -> Engine:
+def make_engine(
+    url: str, lock_wait_seconds: float = LOCK_WAIT_SECONDS, connections: int | None = None, **kwargs
+) -> Engine:
     """An engine whose writers wait at most `lock_wait_seconds` for a lock (SQLite's write lock, a
-    PostgreSQL row or table lock); past it the statement fails with what store.contention calls busy."""
+    PostgreSQL row or table lock); past it the statement fails with what store.contention calls busy.
+    A checkout waits as long for one of at most `connections` (default: SQLAlchemy's 15) to be free."""
     url = normalise_database_url(url)
+    kwargs.setdefault("pool_timeout", lock_wait_seconds)
+    if connections is not None:
+        kwargs.setdefault("pool_size", min(5, connections))
+        kwargs.setdefault("max_overflow", connections - kwargs["pool_size"])
     kwargs.setdefault("json_serializer", json_text)
     kwargs.setdefault("json_deserializer", orjson.loads)
     wait_ms = max(int(lock_wait_seconds * 1000), 1)
@@ -61,10 +69,15 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
         cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         cursor.close()
 
+    database = engine.url.database or ""
+    writer_turns.install(engine)
+
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        immediate = conn.get_execution_options().get(WRITE_TRANSACTION, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        if conn.get_execution_options().get(WRITE_TRANSACTION, False):
+            writer_turns.begin_immediate(conn, database, busy_timeout_ms)
+        else:
+            conn.exec_driver_sql("BEGIN")
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:

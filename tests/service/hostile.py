@@ -213,6 +213,12 @@ def long_texts() -> st.SearchStrategy[str]:
     return st.integers(17, 3000).map(lambda n: json_text("x" * n))
 
 
+def wrapped() -> st.SearchStrategy[str]:
+    """Non-finite numbers, huge integers, lone surrogates and NULs inside an array or an object."""
+    inner = st.one_of(non_finite(), huge_ints(), surrogates(), nuls())
+    return st.one_of(inner.map(lambda v: f"[1, {v}]"), inner.map(lambda v: f'{{"k": {v}}}'))
+
+
 def form_texts(kind: str) -> st.SearchStrategy[str]:
     """The same kinds as form field values (multipart text: a real NUL, not an escape)."""
     if kind == "nul":

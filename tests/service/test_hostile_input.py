@@ -1,9 +1,10 @@
 """Hostile input, property-based: no request answers 5xx, and a refused upload stores nothing.
 
 Hypothesis puts hostile values (tests/service/hostile.py: huge integers, non-finite numbers, dates out of
-range, deep nesting, lone surrogates, NULs, text longer than its column) at sites all over a valid upload,
-and hostile integers and text in every query and path parameter of the API and the dashboard, against a
-real `tewatch serve` on SQLite and on PostgreSQL (like test_bad_input.py). Every refusal must be a 4xx
+range, deep nesting, lone surrogates, NULs, text longer than its column) at sites all over a valid upload
+and at every leaf of every JSON request body, and hostile integers and text in every query and path
+parameter of the API and the dashboard, against a real `tewatch serve` on SQLite and on PostgreSQL (like
+test_bad_input.py). Every refusal must be a 4xx
 that names the file or field, with every table's row count unchanged; whatever is accepted must leave
 every page readable. How many inputs of each kind were tried, per database, goes to
 test-output/hostile-input-counts.json and the end of the pytest summary.
@@ -242,6 +243,63 @@ def test_integer_parameters(store, route_params, data):
 def test_text_parameters(store, route_params, data):
     route = data.draw(st.sampled_from(route_params))
     request_and_check(store, "text_param", route, data.draw(hostile_texts()))
+
+
+# ------------------------------------------------------------------------------------------- JSON bodies
+# A valid body of every operation that takes JSON; each of its leaves is a site for a hostile value.
+JSON_BODIES = {
+    "/api/v1/alerts/1/status": {"status": "acknowledged", "actor": "oncall", "note": "seen"},
+    "/api/v1/webhooks": {"url": "https://bot.example/hook", "secret": "0123456789abcdef",
+                         "event_types": ["pr.report", "correctness.failed"]},
+    "/api/v1/detect": {"branch": "hostile", "runs": [1, 2]},
+    "/api/v1/commits/graph": {"repo": "te", "commits": [["47692de1", 1700000000, []],
+                                                        ["54083aa3", 1700000100, ["47692de1"]]]},
+}  # fmt: skip
+
+
+def json_leaves(value, path=()) -> list[tuple]:
+    """The path of every string and number in a JSON value."""
+    if isinstance(value, dict):
+        return [leaf for key, item in value.items() for leaf in json_leaves(item, (*path, key))]
+    if isinstance(value, list):
+        return [leaf for index, item in enumerate(value) for leaf in json_leaves(item, (*path, index))]
+    return [path]
+
+
+JSON_SITES = [(url, leaf) for url, body in JSON_BODIES.items() for leaf in json_leaves(body)]
+
+
+def test_json_bodies_cover_every_operation_that_takes_json(store):
+    server, _ = store
+    with server.client() as client:
+        paths = client.get("/openapi.json").json()["paths"]
+    taking_json = {path for path, operations in paths.items() for operation in operations.values()
+                   if "application/json" in operation.get("requestBody", {}).get("content", {})}  # fmt: skip
+    assert taking_json == {url.replace("/1/", "/{alert_id}/") for url in JSON_BODIES}
+
+
+@HOSTILE
+@given(
+    site=st.sampled_from(JSON_SITES),
+    value=st.one_of(hostile.surrogates(), hostile.nuls(), hostile.long_texts(), hostile.huge_ints(),
+                    hostile.non_finite(), hostile.deep(), hostile.wrapped()),
+)  # fmt: skip
+def test_json_bodies(store, site, value):
+    """Hostile values at every leaf of every JSON body, sent as raw JSON text (lone surrogates escaped)."""
+    server, _ = store
+    url, leaf = site
+    body = json.loads(json.dumps(JSON_BODIES[url]))
+    container = body
+    for key in leaf[:-1]:
+        container = container[key]
+    container[leaf[-1]] = SENTINEL
+    content = json.dumps(body).replace(json.dumps(SENTINEL), value).encode("utf-8", "surrogatepass")
+    TRIED[("json_body", backend_of(server))] += 1
+    with server.client() as client:
+        answer = client.post(url, content=content, headers={"content-type": "application/json"})
+    FIVE_XX[("json_body", backend_of(server))] += answer.status_code >= 500
+    assert answer.status_code < 500, f"POST {url} {leaf}: {answer.status_code} {answer.text[:300]}"
+    answer.json()  # a 4xx says what is wrong, as JSON
 
 
 def test_every_page_reads_after_the_hostile_uploads(store):

@@ -1,9 +1,12 @@
 """The API serves what its OpenAPI document promises: schemathesis generates requests for every operation
 from /openapi.json against a real `tewatch serve` (SQLite and PostgreSQL) holding a real history, and
 checks every answer against the document (status codes, content types, bodies, headers) and that none is
-a 5xx. Every operation is tried; the failures of all of them are reported together."""
+a 5xx. Every operation is tried; the failures of all of them are reported together. Then sequences of
+calls follow the document's links from one answer to the next operation."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import pytest
 import schemathesis
@@ -11,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tests.service.uploads import parts_of, post_run, tiny_run
+from tewatch.api.openapi_doc import LINKS
 
 EXAMPLES = 25  # per operation and database
 # Bodies whose validity no JSON Schema can say are exempt from "a schema-valid request is accepted": an
@@ -73,3 +77,48 @@ def test_every_operation_answers_as_documented(history):
     failures = {op.label: failure for op in operations if (failure := conformance_failure(op, headers))}
     assert len(operations) > 20
     assert not failures, "\n\n".join(f"{label}:\n{text}" for label, text in failures.items())
+
+
+STATEFUL_SCENARIOS = 100  # per database: sequences of up to STATEFUL_STEPS calls
+STATEFUL_STEPS = 6
+STATEFUL = settings(
+    max_examples=STATEFUL_SCENARIOS,
+    stateful_step_count=STATEFUL_STEPS,
+    deadline=None,
+    database=None,
+    derandomize=True,  # the same sequences every run: the links followed below are always followed
+    suppress_health_check=list(HealthCheck),
+)
+
+
+def test_linked_operations_answer_as_documented(history):
+    """Sequences of calls along the document's links (and those schemathesis infers): a run listed or
+    uploaded to its results, a result to its series, an alert to its status change and back, each
+    answer checked against the document like every single call above, and against its neighbours
+    (a resource just created is there, one just deleted is gone)."""
+    schema = schemathesis.openapi.from_url(f"{history.url}/openapi.json")
+    headers = {"Authorization": f"Bearer {history.token}"}
+    followed: Counter[str] = Counter()
+
+    class Linked(schema.as_state_machine()):
+        def step(self, input):
+            if input.transition is not None and input.is_applied:
+                followed[input.transition.id] += 1
+            return super().step(input)
+
+        def get_call_kwargs(self, case):
+            return {"headers": headers, "timeout": 60}
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            case.validate_response(
+                response,
+                additional_checks=additional_checks,
+                excluded_checks=EXCLUDED.get(case.operation.label),
+                transport_kwargs=kwargs or None,
+                recorder=self.recorder,
+            )
+
+    Linked.run(settings=STATEFUL)
+    documented = {name for links in LINKS.values() for name in links}
+    assert sum(followed.values()) >= 10, followed
+    assert any(link.rsplit("] ", 1)[-1].split(" ->")[0] in documented for link in followed), followed

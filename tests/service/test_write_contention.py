@@ -189,3 +189,29 @@ def test_an_acknowledgement_waiting_for_another_writer_gets_its_turn(server):
         assert answer.status_code == 200, answer.text
         assert client.get(f"/api/v1/alerts/{second}").json()["title"] == "rht slower"
     assert answer.json()["status"] == "acknowledged"
+
+
+def test_requests_that_find_every_connection_in_use_answer_503(db_url, tmp_path, monkeypatch):
+    """More writers than the service may open connections, while another writer holds the lock: those
+    without a connection wait as long as a lock wait and answer 503 too, none 500; then all get through."""
+    monkeypatch.setenv("TEWATCH_LOCK_WAIT_SECONDS", "2")
+    monkeypatch.setenv("TEWATCH_DATABASE_CONNECTIONS", "2")
+    monkeypatch.setenv("TEWATCH_WEBHOOK_WORKER", "false")
+    alert_ids = [seed_alert(db_url, f"regression:pool-{n}") for n in range(6)]
+    server = start_server(db_url, tmp_path / "serve.log")
+    answers = Answers()
+
+    def acknowledge(alert_id: int) -> int:
+        with server.client() as client:
+            change = {"status": "acknowledged"}
+            return answers.note("acknowledge", client.post(f"/api/v1/alerts/{alert_id}/status", json=change))
+
+    try:
+        with write_lock_held(server.db_url), ThreadPoolExecutor(max_workers=len(alert_ids)) as pool:
+            codes = list(pool.map(acknowledge, alert_ids))
+        assert codes == [503] * len(alert_ids), answers.codes
+        assert answers.busy_without_retry_after == 0
+        with ThreadPoolExecutor(max_workers=len(alert_ids)) as pool:
+            assert list(pool.map(acknowledge, alert_ids)) == [200] * len(alert_ids), answers.codes
+    finally:
+        stop_server(server)

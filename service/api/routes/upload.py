@@ -3,6 +3,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response, status
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.concurrency import run_in_threadpool
 
 from tewatch.alerts.service_hooks import detect_after_upload_task
@@ -16,7 +17,13 @@ from tewatch.store.contention import busy_reason
 
 router = APIRouter(tags=["upload"])
 
-ERRORS = {**{code: {"model": ErrorAnswer} for code in (400, 401, 413, 415, 422)}, **BUSY}
+REFUSED_OR_MALFORMED = {
+    "description": "a record the store cannot keep, naming its file and field; or a malformed `detect`",
+    "content": {"application/json": {"schema": {"anyOf": [
+        {"$ref": "#/components/schemas/ErrorAnswer"}, {"$ref": "#/components/schemas/HTTPValidationError"},
+    ]}}},
+}  # fmt: skip
+ERRORS = {**{code: {"model": ErrorAnswer} for code in (400, 401, 413, 415)}, 422: REFUSED_OR_MALFORMED, **BUSY}
 
 
 @router.post(
@@ -70,7 +77,7 @@ async def upload_run(
     except IngestError:
         metrics.uploads.labels("rejected").inc()
         raise
-    except DBAPIError as exc:
+    except (DBAPIError, PoolTimeout) as exc:
         if busy_reason(exc):
             metrics.uploads.labels("busy").inc()
         raise
