@@ -116,7 +116,7 @@ def change_points(session: Session, header: SeriesHeader, points: list[SeriesPoi
                 baseline=d.baseline, level_after=d.level_after, lower=d.lower_limit, upper=d.upper_limit,
                 effect=d.effect, direction=d.direction, source="stored", environment_shift=d.environment_shift,
             ))
-        return out
+        return sorted(out, key=lambda view: view.x)  # commit order: the points are, the run ids need not be
     found = detect_change_points([v if v is not None else float("nan") for v in values], DETECTOR)
     return [
         ChangePointView(

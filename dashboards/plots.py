@@ -55,8 +55,9 @@ def commit_ticks(chart: ChartData) -> list[tuple[float, str]]:
     return history + pr
 
 
-def draw_series(chart: ChartData, width: float = 10.0, height: float = 3.6) -> Figure:
-    """The chart as a matplotlib figure (render_series_svg writes it out)."""
+def draw_series(chart: ChartData, width: float = 10.0, height: float = 3.6, log_scale: bool = False) -> Figure:
+    """The chart as a matplotlib figure (render_series_svg writes it out); `log_scale`: a logarithmic value
+    axis, where a jump of 100 times leaves the history before it readable."""
     fig = Figure(figsize=(width, height), layout="constrained")
     ax = fig.add_subplot()
     values = [p.value for p in chart.points if p.value is not None] or [
@@ -133,7 +134,9 @@ def draw_series(chart: ChartData, width: float = 10.0, height: float = 3.6) -> F
     h = chart.header
     ax.set_title(f"{h.benchmark} · {h.gpu_model}", loc="left", fontsize=10, fontweight="bold")
     ax.set_xlabel("commit (oldest → newest)")
-    ax.set_ylabel(unit_label)
+    ax.set_ylabel(f"{unit_label} (log scale)" if log_scale else unit_label)
+    if log_scale:
+        ax.set_yscale("log")
     ax.grid(True, color="#e3e6eb", linewidth=0.6)
     ax.spines[["top", "right"]].set_visible(False)
     if values:
@@ -141,9 +144,9 @@ def draw_series(chart: ChartData, width: float = 10.0, height: float = 3.6) -> F
     return fig
 
 
-def render_series_svg(chart: ChartData, width: float = 10.0, height: float = 3.6) -> str:
+def render_series_svg(chart: ChartData, width: float = 10.0, height: float = 3.6, log_scale: bool = False) -> str:
     buf = io.StringIO()
-    draw_series(chart, width, height).savefig(buf, format="svg", metadata={"Date": None})
+    draw_series(chart, width, height, log_scale).savefig(buf, format="svg", metadata={"Date": None})
     return buf.getvalue()
 
 

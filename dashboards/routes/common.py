@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from tewatch.dashboards.queries import Filters, store_state
 from tewatch.dashboards.render_cache import RenderCache
+from tewatch.dashboards.site import site_facts
 from tewatch.dashboards.templating import format_time, templates
 from tewatch.store.limits import INT32_MAX, INT32_MIN, int_problem
 
@@ -24,7 +25,7 @@ DEFAULT_CACHE_ENTRIES = 64
 def render(request: Request, template: str, *, nav: str = "", title: str = "", status_code: int = 200,
            **context: Any) -> HTMLResponse:
     context.update(nav=nav, title=title, now=format_time(datetime.now(UTC)),
-                   params=dict(request.query_params))
+                   params=dict(request.query_params), site=site_facts(request))
     return templates.TemplateResponse(request, template, context, status_code=status_code)
 
 

@@ -13,6 +13,7 @@ from tewatch.dashboards.deps import get_session
 from tewatch.dashboards.matrix_cells import row_cells
 from tewatch.dashboards.routes.common import BadFilter, cached_content, error_page, parse_filters, render
 from tewatch.dashboards.security import SecureHeadersRoute
+from tewatch.dashboards.site import site_facts
 
 router = APIRouter(route_class=SecureHeadersRoute)
 
@@ -34,7 +35,7 @@ def matrix(request: Request, session: Annotated[Session, Depends(get_session)], 
         return dict(
             matrices=queries.matrix(session, filters), filters=filters, options=queries.filter_options(session),
             show_world_size=True, modes=queries.MATRIX_MODES, ranks=queries.MATRIX_RANKS, row_cells=row_cells,
-            mode_labels=MODE_LABELS, check_labels=CHECK_LABELS,
+            mode_labels=MODE_LABELS, check_labels=CHECK_LABELS, has_grid=site_facts(request).has_grid,
         )
 
     content = cached_content(request, session, "matrix.html", build)

@@ -19,10 +19,15 @@ from tewatch.dashboards.security import SVG_CONTENT_SECURITY_POLICY, SecureHeade
 router = APIRouter(route_class=SecureHeadersRoute)
 
 RANGES = {"100": 100, "300": 300, "1000": 1000, "all": None}
+SCALES = ("linear", "log")
 
 
 class BadRange(ValueError):
     pass
+
+
+def scale_problem(scale: str) -> str | None:
+    return None if scale in SCALES else f"scale must be one of {', '.join(SCALES)}, got {scale!r}"
 
 
 def parse_last(last: str) -> int | None:
@@ -33,7 +38,8 @@ def parse_last(last: str) -> int | None:
 
 @router.get("/series/{series_id}", response_class=HTMLResponse)
 def series_page(request: Request, series_id: PathInt, session: Annotated[Session, Depends(get_session)],
-                branch: str = "", last: str = "300", pr: OptionalQueryInt = None) -> HTMLResponse:
+                branch: str = "", last: str = "300", pr: OptionalQueryInt = None,
+                scale: str = "linear") -> HTMLResponse:
     header = queries.series_header(session, series_id)
     if header is None:
         return error_page(request, 404, f"There is no series {series_id}.")
@@ -41,6 +47,8 @@ def series_page(request: Request, series_id: PathInt, session: Annotated[Session
         parse_last(last)
     except BadRange as exc:
         return error_page(request, 400, str(exc))
+    if problem := scale_problem(scale):
+        return error_page(request, 400, problem)
     failures = queries.failed_points(session, header, branch.strip())
     case = queries.case_rows(session, queries.Filters(branch=branch.strip()),
                              queries.Case.id == header.case_id)
@@ -48,7 +56,7 @@ def series_page(request: Request, series_id: PathInt, session: Annotated[Session
         request, "series.html", nav="overview", title=header.benchmark, h=header, failures=failures,
         case=case[0] if case else None, branch=branch, last=last, ranges=list(RANGES),
         total=queries.series_length(session, series_id, branch.strip()),
-        branches=queries.filter_options(session).branches, pr=pr,
+        branches=queries.filter_options(session).branches, pr=pr, scale=scale,
         comparison=queries.pr_comparison(session, series_id, pr) if pr is not None else None,
         pr_results=queries.series_version(session, series_id, pr=pr)[0] if pr is not None else 0,
     )
@@ -72,7 +80,7 @@ def series_points(series_id: PathInt, session: Annotated[Session, Depends(get_se
 
 @router.get("/series/{series_id}/plot.svg")
 def series_svg(series_id: PathInt, session: Annotated[Session, Depends(get_session)], branch: str = "",
-               last: str = "300", pr: OptionalQueryInt = None) -> Response:
+               last: str = "300", pr: OptionalQueryInt = None, scale: str = "linear") -> Response:
     header = queries.series_header(session, series_id)
     if header is None:
         return Response(f"There is no series {series_id}.", status_code=404, media_type="text/plain")
@@ -80,11 +88,14 @@ def series_svg(series_id: PathInt, session: Annotated[Session, Depends(get_sessi
         n = parse_last(last)
     except BadRange as exc:
         return Response(str(exc), status_code=400, media_type="text/plain")
-    key: tuple = (series_id, branch.strip(), n, queries.series_version(session, series_id, branch.strip()))
+    if problem := scale_problem(scale):
+        return Response(problem, status_code=400, media_type="text/plain")
+    key: tuple = (series_id, branch.strip(), n, scale, queries.series_version(session, series_id, branch.strip()))
     if pr is not None:
         comparison = queries.pr_comparison(session, series_id, pr)
         key += (pr, queries.series_version(session, series_id, pr=pr), comparison.id if comparison else None)
     svg = svg_cache.get_or_render(
-        key, lambda: render_series_svg(series_chart.build(session, header, branch.strip(), last=n, pr=pr)))
+        key, lambda: render_series_svg(series_chart.build(session, header, branch.strip(), last=n, pr=pr),
+                                       log_scale=scale == "log"))
     return Response(svg, media_type="image/svg+xml",
                     headers={"Cache-Control": "no-cache", "Content-Security-Policy": SVG_CONTENT_SECURITY_POLICY})

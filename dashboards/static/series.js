@@ -254,7 +254,7 @@
     let pinned = null;
     const opts = {
       width: el.clientWidth || 1000, height: 380,
-      scales: { x: { time: false } },
+      scales: { x: { time: false }, y: el.dataset.scale === "log" ? { distr: 3, log: 10 } : {} },
       series: seriesOpts,
       bands: bands,
       legend: { show: false },
@@ -281,6 +281,7 @@
       if (idx !== null && idx !== undefined) { pinned = idx; describePoint(d, idx, true); }
     });
     window.addEventListener("resize", () => plot.setSize({ width: el.clientWidth, height: 380 }));
+    el.dataset.yDistr = String(plot.scales.y.distr);
     el.dataset.ready = "1";
     el.dataset.points = String(d.aggregated ? d.buckets.length : d.points.length);
     el.dataset.samples = String(d.aggregated ? 0 : d.points.reduce((n, p) => n + p.samples.length, 0));

@@ -77,11 +77,14 @@ def eval_detector_command(
     seed: int = typer.Option(20261129),
     asv: bool = typer.Option(True, "--asv/--no-asv", help="also score asv.step_detect on the same series"),
 ) -> None:
-    """Replay series of measured H200 noise with injected steps; print recall, precision and false
-    alarms per 1,000 series-commits for tewatch's detector and asv's step detection."""
+    """Replay series of measured H200 noise with injected steps, and changes of the shapes seen on
+    django-asv's history (a huge jump onto a noisier level on the newest commits, a change in the share of
+    slow runs); print recall, precision and false alarms per 1,000 series-commits for tewatch's detector
+    and asv's step detection."""
     from tewatch.detect.config import ChangePointConfig
     from tewatch.detect.evaluation import asv_detector, evaluate, tewatch_detector
     from tewatch.detect.noise import H200_PROFILES
+    from tewatch.detect.shapes import django_shapes
 
     try:
         step_sizes = [float(s) for s in steps.split(",") if s.strip()]
@@ -93,14 +96,16 @@ def eval_detector_command(
     detectors = {"tewatch": tewatch_detector(config)}
     if asv:
         detectors["asv"] = asv_detector(config.min_effect)
-    total = len(H200_PROFILES) * (1 + 2 * len(step_sizes)) * series
+    shapes = django_shapes(list(H200_PROFILES.values()))
+    total = (len(H200_PROFILES) * (1 + 2 * len(step_sizes)) + len(shapes)) * series
     with _progress(Console(stderr=True)) as progress:
         task = progress.add_task("replaying", total=total)
         evaluation = evaluate(detectors, step_sizes=step_sizes, series_per_scenario=series, commits=commits,
                               gap_fraction=gaps, tolerance=tolerance, seed=seed,
-                              progress=lambda n: progress.advance(task, n))
+                              progress=lambda n: progress.advance(task, n), shapes=shapes)
     console = Console(width=140)
     console.print(evaluation_table(evaluation, list(detectors), tolerance))
+    console.print(shapes_table(evaluation, list(detectors)))
     console.print("FA/1k: detections matching no injected step per 1,000 series-commits; FA/1k no-step: those "
                   "on series without a step; range: median commits in the reported range (bisection span).")
 
@@ -131,4 +136,24 @@ def evaluation_table(evaluation, detectors: list[str], tolerance: int) -> Table:
                 f"{1000 * score.null_false_alarms / score.commits:.2f}", f"{width:.0f}",
                 end_section=label == "all",
             )
+    return table
+
+
+def shapes_table(evaluation, detectors: list[str]) -> Table:
+    import numpy as np
+
+    table = Table(title=f"changes of other shapes (django-asv, python 3.12): {evaluation.series_per_scenario} "
+                        f"series each x {evaluation.commits} commits")
+    table.add_column("detector")
+    table.add_column("shape")
+    for header in ("recall", "precision", "FA/1k", "range"):
+        table.add_column(header, justify="right")
+    for detector in detectors:
+        for shape in evaluation.shapes:
+            score = evaluation.shape_scores[(detector, shape.name)]
+            width = np.median(score.range_widths) if score.range_widths else float("nan")
+            recall = f"{100 * score.hits / score.steps:.1f} %" if score.steps else "-"
+            precision = f"{score.precision * 100:.1f} %" if shape.changes else "-"
+            table.add_row(detector, shape.name, recall, precision, f"{score.false_alarms_per_1000:.2f}",
+                          f"{width:.0f}", end_section=shape is evaluation.shapes[-1])
     return table

@@ -27,6 +27,7 @@ class Settings(BaseSettings):
     max_upload_cases: int = Field(10_000, ge=1)  # cases one upload may create
     public_url: str = "http://127.0.0.1:8000"
     read_token_required: bool = False
+    project_name: str = ""  # named beside the dashboard's brand; else what the store holds
     dashboard_cache_entries: int = 64  # rendered overview/matrix contents kept per store state; 0: none
     lock_wait_seconds: float = Field(30.0, gt=0)  # a writer's wait for a lock before answering 503
     database_connections: int = Field(50, ge=2)  # the most the service opens; a wait for one is a lock wait

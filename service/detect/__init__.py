@@ -3,7 +3,8 @@
 changepoint: level changes on a branch's history of one series; compare: a pull request against its
 merge base on samples, with FDR control (fdr); environment: labelling shifts that coincide with a new
 driver/CUDA/torch/TE stack; ratios: paired ratios as derived series; direction: which way is better.
-compare also reads A/B rounds; modes finds two-speed samples. tewatch.pipeline reads the store and
+compare also reads A/B rounds; modes finds two-speed samples, speeds two-speed series (and their share
+test); evaluation replays steps on H200 noise (noise) and the shapes of shapes. tewatch.pipeline reads the store and
 writes detections and alerts; this package imports neither the store nor the alerts.
 """
 

@@ -8,7 +8,9 @@ values (so effects are relative and noise is roughly constant):
 2. Outlying runs are set aside: a first pass (steps 3-5) segments the series, and points further than
    outlier_k robust sigmas (1.4826 x median absolute deviation) from the median of their segment are
    left out of the second, final pass. Against the segment's median rather than a running one, a cluster
-   of outlying processes cannot hide itself; a real step is a segment boundary, so its points stay.
+   of outlying processes cannot hide itself; a real step is a segment boundary, so its points stay. The
+   sigma is the pooled one or the segment's own, whichever is larger, and a segment of two speeds
+   (speeds.py) measures each point from the median of its own speed.
 3. Screening: sigma_core is the median absolute first difference / (0.6745 * sqrt 2); each point is
    clipped to its 5-point running median +- winsor_k * sigma_core, sigma is the root mean square first
    difference of the clipped points / sqrt 2, and at every split t the clipped means of up to `window`
@@ -22,9 +24,11 @@ values (so effects are relative and noise is roughly constant):
    hold at least `persistence` points, |z| exceeds the critical value of the largest rank statistic over
    all splits of a segment that long (critical_z: pure noise yields a change point in a segment with
    probability false_alarm_rate, whatever its distribution), and the Hodges-Lehmann shift is at least
-   log(1 + min_effect).
+   log(1 + min_effect). On two speeds the share of slow runs is tested beside the ranks, each test at
+   half the rate.
 5. Survivors move to the split with the largest rank statistic on their neighbouring segments, within
-   `window` of where they were, and are confirmed once more.
+   `window` of where they were (where the sides hardly overlap, to the least absolute deviation among
+   the splits as likely as that one), and are confirmed once more.
 6. Each reports the range of commits where its change may have happened: the splits whose likelihood
    (z^2 / 2 of the rank statistic) is within a factor 200 of the best one. For a step between known
    levels such a range misses the change with probability about 2/200 (the log-likelihood away from the
@@ -43,10 +47,12 @@ from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import ArrayLike
 
 from tewatch.detect.config import ChangePointConfig
+from tewatch.detect.speeds import share_split_curve, share_z, slow_threshold
 
 _MAD_TO_SIGMA_OF_DIFFS = 1.0 / (0.6744897501960817 * np.sqrt(2.0))
 _MAD_TO_SIGMA = 1.482602218505602
 _RANGE_SUPPORT = np.log(200.0)
+SATURATED = 0.9
 
 
 @dataclass(frozen=True)
@@ -200,11 +206,31 @@ def shift_reaches(before: np.ndarray, after: np.ndarray, shift: float) -> bool:
     return 2 * int(beyond) >= len(before) * len(after)
 
 
+def two_speeds(x: np.ndarray, config: ChangePointConfig) -> float | None:
+    """The log value between the two speeds of x, or None (speeds.py)."""
+    return slow_threshold(x, config.speed_share, config.speed_gap, config.speed_separation,
+                          float(np.log1p(config.min_effect)), config.persistence)
+
+
+def split_curve(segment: np.ndarray, config: ChangePointConfig) -> np.ndarray:
+    """The rank statistic of every split; on two speeds the larger of it and the share test's."""
+    curve = rank_split_curve(segment)
+    threshold = two_speeds(segment, config)
+    return curve if threshold is None else np.maximum(curve, share_split_curve(segment > threshold))
+
+
 def judge_split(x: np.ndarray, lo: int, t: int, hi: int, config: ChangePointConfig) -> SplitTest:
-    """Segments [lo, t) and [t, hi), each cut to max_segment points nearest the split."""
+    """Segments [lo, t) and [t, hi), each cut to max_segment points nearest the split. On two speeds
+    the share of slow runs is tested beside the ranks, each at half the false-alarm rate."""
     before, after = _sides(x, lo, t, hi, config)
     z = rank_z(before, after)
-    critical = critical_z(len(before) + len(after), config.false_alarm_rate, config.persistence)
+    rate = config.false_alarm_rate
+    threshold = two_speeds(np.concatenate((before, after)), config)
+    if threshold is not None:
+        rate /= 2.0
+        by_share = share_z(before > threshold, after > threshold)
+        z = by_share if abs(by_share) > abs(z) else z
+    critical = critical_z(len(before) + len(after), rate, config.persistence)
     strength = abs(z) / critical
     if len(before) < config.persistence or len(after) < config.persistence:
         return SplitTest(False, strength, z, critical)
@@ -222,28 +248,59 @@ def _segment_bounds(cps: list[int], k: int, n: int, config: ChangePointConfig) -
 
 
 def strongest_split(x: np.ndarray, config: ChangePointConfig) -> list[int]:
-    """The split of the whole series with the largest rank statistic."""
+    """The split of the whole series with the largest rank statistic (and share test, on two speeds)."""
     p = config.persistence
     if len(x) < 2 * p:
         return []
-    return [p + int(np.argmax(rank_split_curve(x)[p - 1 : len(x) - p]))]
+    splits = [p + int(np.argmax(rank_split_curve(x)[p - 1 : len(x) - p]))]
+    threshold = two_speeds(x, config)
+    if threshold is not None:
+        splits.append(p + int(np.argmax(share_split_curve(x > threshold)[p - 1 : len(x) - p])))
+    return splits
+
+
+def absolute_deviation_cost(segment: np.ndarray, split: int) -> float:
+    """Sum of absolute deviations of each side of `split` from its own median."""
+    before, after = segment[:split], segment[split:]
+    return float(np.abs(before - np.median(before)).sum() + np.abs(after - np.median(after)).sum())
+
+
+def separation(before: np.ndarray, after: np.ndarray) -> float:
+    """|2 P(after > before) - 1|: 1 when the two sides do not overlap at all."""
+    a, b = len(before), len(after)
+    return abs(rank_z(before, after)) / np.sqrt(3.0 * a * b / (a + b + 1.0))
 
 
 def refine(x: np.ndarray, cps: list[int], config: ChangePointConfig) -> list[int]:
     """Move each change point to the split of its neighbouring segments with the largest rank statistic,
-    searching within `window` of where screening put it."""
+    searching within `window` of where screening put it.
+
+    Where the sides hardly overlap (separation at least SATURATED, at either split), ranks cannot place
+    the step: an
+    outlying old point next to it ranks like the new level, and without overlap |z| = sqrt(3 n_before
+    n_after / (m + 1)) grows towards the middle, so a jump on the newest 18 points was placed among the
+    old ones. There the split is the one, among those whose rank statistic is as likely as the best one's
+    (the factor of location_range), that leaves the least absolute deviation from each side's median."""
     refined = list(cps)
     for k, t in enumerate(cps):
         lo, hi = _segment_bounds(cps, k, len(x), config)
-        z = rank_split_curve(x[lo:hi])
+        segment_x = x[lo:hi]
+        z = split_curve(segment_x, config)
         splits = lo + np.arange(1, hi - lo)
         allowed = (
             (splits - lo >= config.persistence)
             & (hi - splits >= config.persistence)
             & (np.abs(splits - t) <= config.window)
         )
-        if allowed.any():
-            refined[k] = int(splits[np.argmax(np.where(allowed, z, -1.0))])
+        if not allowed.any():
+            continue
+        best = int(np.argmax(np.where(allowed, z, -1.0)))
+        refined[k] = int(splits[best])
+        if max(separation(segment_x[: t - lo], segment_x[t - lo :]),
+               separation(segment_x[: best + 1], segment_x[best + 1 :])) >= SATURATED:
+            supported = splits[allowed & (z**2 >= z[best] ** 2 - 2.0 * _RANGE_SUPPORT)] - lo
+            cost = [absolute_deviation_cost(segment_x, int(split)) for split in supported]
+            refined[k] = lo + int(supported[int(np.argmin(cost))])
     return sorted(set(refined))
 
 
@@ -251,7 +308,7 @@ def location_range(x: np.ndarray, cps: list[int], k: int, config: ChangePointCon
     """The splits whose likelihood is within a factor 200 of the best one (z^2 / 2 of the rank statistic
     as the log-likelihood): where the change may have happened, with about 99 % confidence."""
     lo, hi = _segment_bounds(cps, k, len(x), config)
-    z = rank_split_curve(x[lo:hi])
+    z = split_curve(x[lo:hi], config)
     best = cps[k] - lo - 1
     supported = z**2 >= z[best] ** 2 - 2.0 * _RANGE_SUPPORT
     first = last = best
@@ -301,11 +358,27 @@ def segment(x: np.ndarray, config: ChangePointConfig) -> tuple[list[int], float]
 
 
 def outlying(x: np.ndarray, cps: list[int], config: ChangePointConfig) -> np.ndarray:
-    """Points further than outlier_k robust sigmas from the median of their segment."""
+    """Points further than outlier_k robust sigmas from the median of their segment: the sigma pooled
+    over all segments, or the segment's own where that is larger (a new level may be noisier than the
+    old ones, and its points are its level, not outliers). A segment of two speeds has two levels: each
+    point is measured from the median of its own speed, with the larger of the speeds' own sigmas."""
     bounds = [0, *cps, len(x)]
-    residuals = np.concatenate([x[a:b] - np.median(x[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
-    sigma = max(_MAD_TO_SIGMA * float(np.median(np.abs(residuals))), config.sigma_floor)
-    return np.abs(residuals) > config.outlier_k * sigma
+    parts, own = [], []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        part = x[a:b]
+        threshold = two_speeds(part, config)
+        if threshold is None:
+            residual = part - np.median(part)
+            own.append(_MAD_TO_SIGMA * float(np.median(np.abs(residual))))
+        else:
+            slow = part > threshold
+            residual = np.where(slow, part - np.median(part[slow]), part - np.median(part[~slow]))
+            own.append(_MAD_TO_SIGMA * max(float(np.median(np.abs(residual[slow]))),
+                                           float(np.median(np.abs(residual[~slow])))))
+        parts.append(residual)
+    pooled = max(_MAD_TO_SIGMA * float(np.median(np.abs(np.concatenate(parts)))), config.sigma_floor)
+    return np.concatenate([np.abs(part) > config.outlier_k * max(pooled, sigma)
+                           for part, sigma in zip(parts, own, strict=True)])
 
 
 def detect_change_points(values: ArrayLike, config: ChangePointConfig | None = None) -> list[ChangePoint]:

@@ -26,6 +26,9 @@ class ChangePointConfig:
     max_segment: points of each neighbouring segment used to confirm a change (bounds the memory of
         old levels).
     sigma_floor: lower bound on the per-point noise in log units (guards constant series).
+    speed_share, speed_gap, speed_separation: segments whose runs land at one of two speeds (detect.speeds:
+        each speed holds at least speed_share of the points, a gap between them of speed_gap and
+        medians speed_separation times the speeds' robust spread apart) also test the share of slow runs.
     """
 
     min_effect: float = 0.02
@@ -37,6 +40,9 @@ class ChangePointConfig:
     outlier_k: float = 3.0
     max_segment: int = 250
     sigma_floor: float = 0.001
+    speed_share: float = 0.1
+    speed_gap: float = 2.0
+    speed_separation: float = 8.0
 
     def as_dict(self) -> dict[str, float | int]:
         return asdict(self)

@@ -2,8 +2,10 @@
 
 Every series has `commits` points of noise from one profile (noise.py), a few gaps (skipped or
 unsupported runs), and either no step or one step of a given size and direction at a random commit in
-the middle three fifths. A detection within `tolerance` commits of the injected step is a hit; any other
-detection is a false alarm. Seeded: the same arguments give the same table.
+the middle three fifths. Beside them, the shapes of shapes.py: a huge jump onto a noisier level on the
+newest commits, a change in the share of slow runs of a two-speed benchmark, and that benchmark's steady
+shares. A detection within `tolerance` commits of the injected change is a hit; any other detection is a
+false alarm. Seeded: the same arguments give the same tables.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 from tewatch.detect.changepoint import detect_change_points
 from tewatch.detect.config import ChangePointConfig
 from tewatch.detect.noise import H200_PROFILES, NoiseProfile
+from tewatch.detect.shapes import Shape, django_shapes
 
 Detector = Callable[[np.ndarray], list["Found"]]
 
@@ -41,9 +44,19 @@ class Scenario:
 
 @dataclass(frozen=True)
 class ReplaySeries:
-    scenario: Scenario
+    scenario: Scenario | None  # None: a shape's series
     values: np.ndarray  # NaN where the run was skipped
     step_at: int | None
+
+
+def with_gaps(values: np.ndarray, step_at: int | None, rng: np.random.Generator,
+              gap_fraction: float) -> tuple[np.ndarray, int | None]:
+    values[rng.random(len(values)) < gap_fraction] = np.nan
+    if step_at is not None and np.isnan(values[step_at]):
+        # the change lands on the first measured commit at or after it
+        later = np.flatnonzero(np.isfinite(values[step_at:]))
+        step_at = step_at + int(later[0]) if len(later) else None
+    return values, step_at
 
 
 @dataclass
@@ -70,7 +83,7 @@ class Score:
             self.null_false_alarms += len(found)
         self.range_widths.extend(f.last - f.first + 1 for f in found)
         if replay.step_at is not None:
-            size = round(abs(replay.scenario.step), 4)
+            size = round(abs(replay.scenario.step), 4) if replay.scenario else 0.0
             tally = self.by_step.setdefault(size, [0, 0])
             tally[0] += matched
             tally[1] += 1
@@ -110,12 +123,17 @@ def replay_series(
                 if step:
                     step_at = int(rng.integers(commits // 5, commits - commits // 5))
                     values[step_at:] *= 1.0 + step
-                values[rng.random(commits) < gap_fraction] = np.nan
-                if step_at is not None and np.isnan(values[step_at]):
-                    # the step lands on the first measured commit at or after it
-                    later = np.flatnonzero(np.isfinite(values[step_at:]))
-                    step_at = step_at + int(later[0]) if len(later) else None
+                values, step_at = with_gaps(values, step_at, rng, gap_fraction)
                 yield ReplaySeries(scenario=scenario, values=values, step_at=step_at)
+
+
+def replay_shapes(shapes: Iterable[Shape], series_per_shape: int, commits: int, gap_fraction: float,
+                  seed: int) -> Iterator[tuple[Shape, ReplaySeries]]:
+    rng = np.random.default_rng([seed, 1])  # a stream of its own: the steps' replay stays as it was
+    for shape in shapes:
+        for _ in range(series_per_shape):
+            values, step_at = with_gaps(*shape.make(rng, commits), rng, gap_fraction)
+            yield shape, ReplaySeries(scenario=None, values=values, step_at=step_at)
 
 
 def tewatch_detector(config: ChangePointConfig) -> Detector:
@@ -155,6 +173,8 @@ class Evaluation:
     step_sizes: list[float]
     commits: int
     series_per_scenario: int
+    shape_scores: dict[tuple[str, str], Score] = field(default_factory=dict)  # (detector, shape) -> score
+    shapes: list[Shape] = field(default_factory=list)
 
 
 def evaluate(
@@ -167,9 +187,12 @@ def evaluate(
     tolerance: int = 5,
     seed: int = 20261129,
     progress: Callable[[int], None] | None = None,
+    shapes: Iterable[Shape] | None = None,
 ) -> Evaluation:
+    """`shapes`: None for django_shapes on the profiles, [] for none."""
     profiles = list(profiles or H200_PROFILES.values())
     step_sizes = list(step_sizes)
+    shapes = django_shapes(profiles) if shapes is None else list(shapes)
     scores: dict[tuple[str, str], Score] = {}
     replays = replay_series(profiles, step_sizes, series_per_scenario, commits, gap_fraction, seed)
     for replay in replays:
@@ -178,7 +201,13 @@ def evaluate(
             score.add(replay, detect(replay.values), tolerance)
         if progress:
             progress(1)
-    return Evaluation(scores, step_sizes, commits, series_per_scenario)
+    shape_scores: dict[tuple[str, str], Score] = {}
+    for shape, replay in replay_shapes(shapes, series_per_scenario, commits, gap_fraction, seed):
+        for name, detect in detectors.items():
+            shape_scores.setdefault((name, shape.name), Score()).add(replay, detect(replay.values), tolerance)
+        if progress:
+            progress(1)
+    return Evaluation(scores, step_sizes, commits, series_per_scenario, shape_scores, shapes)
 
 
 def combined(evaluation: Evaluation, detector: str) -> Score:

@@ -30,6 +30,7 @@ from tewatch.detect.config import ChangePointConfig, CompareConfig
 from tewatch.detect.direction import Direction, direction_of
 from tewatch.detect.environment import environment_shift
 from tewatch.detect.version import DETECTOR_VERSION
+from tewatch.ingest.plan import UNKNOWN_GPU
 from tewatch.pipeline.history import History, SeriesInfo, branch_histories, series_infos
 from tewatch.pipeline.withdrawal import withdraw
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, Detection, PrComparison
@@ -74,6 +75,18 @@ def _links(public_url: str, info: SeriesInfo) -> dict[str, str]:
     return links
 
 
+def measured_on(gpu_model: str, machine: str | None) -> str:
+    """Where an alert's title says it was measured: " on <GPU>", the machine's name where the GPU is
+    unknown (asv results of CPU benchmarks name none), nothing where neither is known."""
+    if gpu_model and gpu_model != UNKNOWN_GPU:
+        return f" on {gpu_model}"
+    return f" on {machine}" if machine else ""
+
+
+def _machine_of(session: Session, run_id: int) -> str | None:
+    return session.scalar(select(Machine.name).join(Run, Run.machine_id == Machine.id).where(Run.id == run_id))
+
+
 def _record_change_point(
     session: Session, history: History, cp: ChangePoint, branch: str, config: ChangePointConfig,
     public_url: str, summary: DetectSummary, existing: list[Detection],
@@ -114,7 +127,8 @@ def _record_change_point(
     prefix = "[environment] " if shift else ""
     alert, created = open_alert(
         session, f"regression:{info.key}:{branch}:{detection.id}", AlertKind.regression,
-        f"{prefix}{info.label} on {info.gpu_model}: {cp.effect * 100:+.1f} % since {sha_range}",
+        f"{prefix}{info.label}{measured_on(info.gpu_model, _machine_of(session, points[cp.index].run_id))}: "
+        f"{cp.effect * 100:+.1f} % since {sha_range}",
         series_id=info.series_id, case_id=info.case_id, detection_id=detection.id,
         run_id=points[cp.index].run_id, branch=branch, gpu_model=info.gpu_model, effect=cp.effect,
         details={"environment_changes": fields["environment_changes"], "commit_range": sha_range},
@@ -309,7 +323,7 @@ def correctness_changes(session: Session, run: Run, public_url: str,
                 row=CorrectnessRow(_case_label(case), previous.value if previous else "", verdict.status.value,
                                    detail, case.id),
                 dedupe_key=f"correctness:{case.fingerprint}:{scope}:{run.id}",
-                title=f"{_case_label(case)} on {case.gpu_model}: {verdict.status.value}",
+                title=f"{_case_label(case)}{measured_on(case.gpu_model, run.machine.name)}: {verdict.status.value}",
                 alert_fields={
                     "case_id": case.id, "verdict_id": verdict.id, "run_id": run.id, "branch": run.branch,
                     "pr_number": run.pr_number, "gpu_model": case.gpu_model,
@@ -646,7 +660,8 @@ def store_pr_comparison(session: Session, plan: PrComparisonPlan, summary: Detec
             session.flush()
             open_alert(
                 session, f"pr-regression:{plan.pr_number}:{info.key}:{plan.run_id}", AlertKind.regression,
-                f"PR #{plan.pr_number}: {info.label} on {info.gpu_model}: {comparison.effect * 100:+.1f} %",
+                f"PR #{plan.pr_number}: {info.label}{measured_on(info.gpu_model, _machine_of(session, plan.run_id))}: "
+                f"{comparison.effect * 100:+.1f} %",
                 series_id=series_id, case_id=info.case_id, comparison_id=row.id, run_id=plan.run_id,
                 pr_number=plan.pr_number, branch=plan.branch, gpu_model=info.gpu_model, effect=comparison.effect,
                 details={"ci": [comparison.ci_low, comparison.ci_high], "q_value": comparison.q_value},

@@ -456,3 +456,9 @@ def test_runs_name_a_release_filed_without_its_commit_as_such(site, page):
         assert "stand-in" in shown.get_attribute("title")
     assert all(t for t in texts)
     assert not page.problems, page.problems
+
+
+def test_the_header_names_te_nvfp4_when_te_suites_are_loaded(site, page):
+    open_page(page, site, "/runs")
+    assert page.inner_text(".brand-sub") == "TE NVFP4 benchmarks"
+    assert "Compile vs eager" in page.inner_text("nav.nav")

@@ -162,3 +162,17 @@ def test_the_effect_is_the_hodges_lehmann_shift_and_the_check_counts_it_exactly(
 
 def test_the_detector_version_fits_the_store():
     assert len(DETECTOR_VERSION) <= 120  # String(120) columns of detections and pr comparisons
+
+
+@pytest.mark.parametrize("profile", ["matmul", "quantize"])
+def test_a_huge_jump_onto_a_noisier_level_on_the_newest_points_keeps_its_points_and_its_place(profile):
+    # 77 times slower on the newest 18 commits, spreading 17 % there: its points are its level, not
+    # outliers of the old one, and an outlying old process just before it is no part of it
+    noise = H200_PROFILES[profile]
+    for seed in range(20):
+        rng = np.random.default_rng(400 + seed)
+        y = noise.commit_values(rng, (300,))
+        y[282:] *= 77 * np.exp(rng.normal(0.0, 0.17, 18))
+        [cp] = detect_change_points(y)
+        assert cp.first_possible_index <= 282 <= cp.last_possible_index and abs(cp.index - 282) <= 1
+        assert cp.n_after >= 16 and cp.effect > 50

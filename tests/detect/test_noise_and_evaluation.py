@@ -33,3 +33,18 @@ def test_replay_meets_the_recall_and_false_alarm_targets():
     assert score.recall(0.05) >= 0.95 and score.recall(0.10) >= 0.95
     assert score.recall(0.03) >= 0.75
     assert score.false_alarms_per_1000 <= 0.2
+
+
+def test_replay_of_the_django_shapes_finds_them_and_little_else():
+    evaluation = evaluate({"tewatch": tewatch_detector(ChangePointConfig())}, step_sizes=[0.05],
+                          series_per_scenario=30, seed=6)
+    assert [shape.name for shape in evaluation.shapes] == [
+        "x77 on the newest 18, matmul", "x77 on the newest 18, quantize", "x77 on the newest 18, linear",
+        "slow runs 35 % -> 80 %", "slow runs steady at 35 %", "slow runs steady at 80 %"]
+    for shape in evaluation.shapes:
+        score = evaluation.shape_scores[("tewatch", shape.name)]
+        if shape.changes:
+            assert score.hits / score.steps >= 0.9, shape.name
+            assert score.false_alarms <= 2, shape.name
+        else:
+            assert score.steps == 0 and score.false_alarms <= 1, shape.name

@@ -26,6 +26,8 @@ def django_results(into: Path, files: int, environments: tuple[str, ...] | None 
             name = member.name.removeprefix("./")
             wanted = name == "results/benchmarks.json" or name == MACHINE + "machine.json"
             if not wanted and name.startswith(MACHINE) and name.endswith(".json") and kept < files:
+                if environments is not None and not name.endswith(tuple(f"-{e}.json" for e in environments)):
+                    continue  # asv names a results file <commit>-<environment>.json
                 data = json.load(tar.extractfile(member))
                 wanted = environments is None or data["env_name"] in environments
                 kept += wanted
