@@ -72,7 +72,8 @@ def test_the_full_profile_runs_every_general_check_and_the_quick_one_the_cheap_o
     def general(profile: str) -> set[str]:
         return {n.split(".")[1] for n in discover(profile) if n.startswith("checks.")}
 
-    assert general("full") == {"Determinism", "OddShapes", "CpuOps", "NdUpdate", "DcpRoundTrip", "CompileSequence"}
+    assert general("full") == {"Determinism", "OddShapes", "CpuOps", "NdUpdate", "DcpRoundTrip", "CompileSequence",
+                               "CompiledLayer"}
     assert general("quick") == {"Determinism", "CpuOps", "NdUpdate"}
     # the CPU op sweep, in-place updates and DCP round trips are of TE's tensors and modules
-    assert general("ci") == {"Determinism", "OddShapes", "CompileSequence"}
+    assert general("ci") == {"Determinism", "OddShapes", "CompileSequence", "CompiledLayer"}
