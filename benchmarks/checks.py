@@ -33,6 +33,7 @@ from benchmarks.contracts import (
 from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared, Unsupported
 from benchmarks.harness.cpu_ops import cpu_op_checks
+from benchmarks.harness.dcp_round_trip import RECIPES as DCP_RECIPES
 from benchmarks.harness.numerics import differing_buffers, relative_error
 from benchmarks.harness.profiles import (
     Profile,
@@ -199,7 +200,7 @@ if _TE:
 
     class DcpRoundTrip(Case):
         param_names = ["recipe"]
-        params = [["fp8-delayed", "fp8-current", "fp8-block", "mxfp8", "nvfp4"]]
+        params = [list(DCP_RECIPES)]
         op = "dcp_round_trip"
         main_check = "dcp_save"
         one_shot = True
