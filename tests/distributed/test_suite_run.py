@@ -30,8 +30,9 @@ def ci_run(tmp_path_factory) -> Path:
     return results
 
 
-def _records(results: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in results.glob("ci-cpu/*.tewatch/cases/*.json")]
+def _records(results: Path, case: str = CASE) -> list[dict]:
+    found = [json.loads(p.read_text()) for p in results.glob("ci-cpu/*.tewatch/cases/*.json")]
+    return [r for r in found if r["case"] == case]
 
 
 def test_the_ci_profile_runs_the_world_size_2_torch_ref_case(ci_run):
