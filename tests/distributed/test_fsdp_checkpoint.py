@@ -90,3 +90,16 @@ def test_fewer_gpus_than_ranks_is_unsupported_before_any_launch(monkeypatch, tmp
     (path,) = (tmp_path / "cases").glob("*.json")
     verdict = json.loads(path.read_text())["verdict"]
     assert verdict["status"] == "unsupported" and verdict["reason"] == "2 ranks need 2 GPUs; 1 visible"
+
+
+def test_a_rank_that_raises_in_the_step_is_the_steps_error_with_its_exception():
+    from benchmarks.harness.distributed.launcher import LaunchOutcome, RankResult
+    from benchmarks.harness.distributed.verdict import launch_failure_checks
+
+    error = {"status": "error", "exception_class": "AssertionError", "message": "no fsdp_pre_all_gather",
+             "traceback_head": "Traceback ...", "phase": "fsdp_step", "at": 1.0}
+    outcome = LaunchOutcome("error", [RankResult(0, "ok", 0), RankResult(1, "error", 1, error=error)], 1.0,
+                            message="rank 1: AssertionError: no fsdp_pre_all_gather", failed_rank=1)
+    (check,) = launch_failure_checks(outcome)
+    assert (check.check, check.status, check.exception_class) == ("fsdp_step", "error", "AssertionError")
+    assert check.message.startswith("rank 1:")
