@@ -14,7 +14,8 @@ NdUpdate         a 3-D quantized tensor with both usages updated in place (`copy
                  a fresh quantize of the new values, buffer for buffer.
 DcpRoundTrip     a te.Linear whose weight is quantized at init, saved and loaded through
                  torch.distributed.checkpoint (one process, `_extra_state` included): buffers bit for bit
-                 and a forward pass equal (the CPU tensor support exists for this).
+                 and a forward pass equal (the CPU tensor support exists for this). Sharded with FSDP2
+                 at world size 2, the same round trip is distributed.FsdpCheckpoint.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from benchmarks.contracts import (
 from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared, Unsupported
 from benchmarks.harness.cpu_ops import cpu_op_checks
+from benchmarks.harness.dcp_round_trip import RECIPES as DCP_RECIPES
 from benchmarks.harness.numerics import differing_buffers, relative_error
 from benchmarks.harness.profiles import (
     Profile,
@@ -199,7 +201,7 @@ if _TE:
 
     class DcpRoundTrip(Case):
         param_names = ["recipe"]
-        params = [["fp8-delayed", "fp8-current", "fp8-block", "mxfp8", "nvfp4"]]
+        params = [list(DCP_RECIPES)]
         op = "dcp_round_trip"
         main_check = "dcp_save"
         one_shot = True

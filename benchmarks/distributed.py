@@ -8,6 +8,12 @@ labels of the case (world size also a param, so series of different sizes never 
 
 Recipes: bf16, FP8 current and block scaling, native NVFP4 (te; gated on sm_100+, so `unsupported` on
 Hopper) and torch-ref, the same layer over the project's NVFP4 emulation, which CI runs on CPU.
+
+FsdpCheckpoint (full profile only; one-shot): at world size 2, a te.Linear whose weight is quantized at
+init (the recipes of checks.DcpRoundTrip), sharded with FSDP2, one forward+backward step, then saved
+through torch.distributed.checkpoint (`_extra_state` included) and loaded into a freshly built sharded
+te.Linear: every rank's buffers bit for bit and its forward pass equal, each a check. torch-ref runs the
+emulated Linear the same way on CPU with gloo.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import sys
 from typing import Any, ClassVar
 
 from benchmarks.harness import gates, records
+from benchmarks.harness.dcp_round_trip import RECIPES as DCP_RECIPES
 from benchmarks.harness.distributed import params as dist_params
 from benchmarks.harness.distributed import topology, verdict
 from benchmarks.harness.params import invalid_combinations
@@ -90,6 +97,58 @@ class LinearTensorParallel:
         return {"samples": self.samples, "number": 1}
 
     track_seconds.unit = "seconds"  # type: ignore[attr-defined]
+
+
+FSDP_CASE = "distributed.FsdpCheckpoint"
+FSDP_WORLD_SIZE = 2
+
+if _DIST.fsdp_checkpoint:
+
+    class FsdpCheckpoint:
+        param_names: ClassVar[list[str]] = ["recipe", "world_size"]
+        params: ClassVar[list[list[Any]]] = [
+            (list(DCP_RECIPES) if "te" in selected_backends() else [])
+            + (["torch-ref"] if "torch-ref" in selected_backends() else []),
+            [FSDP_WORLD_SIZE],
+        ]
+        timeout = _DIST.deadline_s + 60
+
+        def setup(self, recipe: str, world_size: int) -> None:
+            from benchmarks.harness.distributed import fsdp_checkpoint
+            from benchmarks.harness.distributed.launcher import launch
+
+            device = current_profile().device
+            backend = "torch-ref" if recipe == "torch-ref" else "te"
+            self.record = records.CaseRecord(
+                case=FSDP_CASE, params={"recipe": recipe, "world_size": world_size}, one_shot=True,
+                labels={"backend": backend, "recipe": recipe, "op": "fsdp_dcp_round_trip",
+                        "world_size": world_size, "interconnect": topology.interconnect(world_size, device)})
+            print(f"{records.CASE_MARKER}{self.record.case_id}", file=sys.stderr, flush=True)
+            try:
+                reason = unsupported_reason(backend, recipe, world_size, device)
+            except Exception as exc:  # Transformer Engine cannot be asked: an error, not a gate
+                self._finish(records.from_exception("capability", exc))
+                raise
+            if reason:
+                self._finish(records.Check(check="capability", status="unsupported", reason=reason))
+                raise NotImplementedError(reason)
+            in_f, out_f, tokens = _DIST.fsdp_checkpoint
+            job = fsdp_checkpoint.FsdpJob(backend=backend, recipe=recipe, device=device, world_size=world_size,
+                                          in_features=in_f, out_features=out_f, tokens=tokens)
+            try:
+                outcome = launch(fsdp_checkpoint.run_fsdp_checkpoint, job, world_size, device,
+                                 deadline_s=_DIST.deadline_s, collective_timeout_s=_DIST.deadline_s + 60)
+            except Exception as exc:
+                self._finish(records.from_exception("launch", exc))
+                raise
+            if outcome.status != "ok":
+                self._finish(*verdict.launch_failure_checks(outcome))
+                raise LaunchFailed(outcome.message)
+            self._finish(*fsdp_checkpoint.case_checks(outcome.reports))
+            self.samples = [max(r["seconds"] for r in outcome.reports)]
+
+        _finish = LinearTensorParallel._finish
+        track_seconds = LinearTensorParallel.track_seconds
 
 
 def labels(p: dict[str, Any], device: str) -> dict[str, Any]:

@@ -47,7 +47,8 @@ MATRIX_RANKS = (2, 3, 4)
 # Checks shown beside the compile modes: per input rank (the fake-vs-real shape contract of quantized
 # tensors, which predicts the 3D/4D compile failures) and per recipe (CPU round trip, checkpoint parity).
 RANK_CHECK_OPS = ("shape_contract",)
-ROW_CHECK_OPS = ("cpu_round_trip", "checkpoint", "cpu_ops", "determinism", "nd_update", "dcp_round_trip")
+ROW_CHECK_OPS = ("cpu_round_trip", "checkpoint", "cpu_ops", "determinism", "nd_update", "dcp_round_trip",
+                 "fsdp_dcp_round_trip")
 # Params that place a case in the grid; whatever else a case has (a shape, say) splits rows.
 MATRIX_AXES = frozenset({"recipe", "rank", "mode", "backend", "quantizer", "variant", "world_size"})
 

@@ -15,6 +15,10 @@ expects the service to flag exactly what they break. Each one imitates a real cl
   compiled emulated te.Linear skips quantization in eval mode.
 - `torchref-compile-stale-weight` (correctness): compiled in training mode, the emulated te.Linear keeps the weight values
   of its first call, so a layer compiled whole (`checks.CompiledLayer`) misses an update of its weights.
+- `torchref-fsdp-stale-load` (correctness): the emulated Linear, sharded with FSDP2, puts a copy of its
+  weight shard in its state dict and ignores the state dict it is loaded with, so a load through DCP
+  fills the copy, reports success and leaves the module's own values (TE bug zoo #12: DCP loading broken
+  for FSDP2 with weights quantized at init): what `distributed.FsdpCheckpoint` looks for.
 - `fp8-current-stale-nd-update` (correctness): Float8CurrentScalingQuantizer.update_quantized leaves a
   tensor of rank 3 or more as it was: what the N-D update check (`checks.NdUpdate`) looks for on a GPU.
 - `te-ref-extra-sync` (performance): TE's NVFP4QuantizerRef.quantize synchronises the device and copies
@@ -262,6 +266,29 @@ def _compile_stale_weight(emu: Any) -> None:
     emulated_linear.EmulatedNVFP4Linear.forward = forward
 
 
+def _fsdp_stale_load(emu: Any) -> None:
+    from torch.distributed.tensor import DTensor
+
+    from benchmarks.harness import emulated_linear
+
+    cls = emulated_linear.EmulatedNVFP4Linear
+    save, load = cls._save_to_state_dict, cls._load_from_state_dict
+
+    @functools.wraps(save)
+    def copied(self: Any, destination: Any, prefix: str, keep_vars: bool) -> None:
+        save(self, destination, prefix, keep_vars)
+        if isinstance(self.weight, DTensor):
+            touched["torchref-fsdp-stale-load"] += 1
+            destination[prefix + "weight"] = destination[prefix + "weight"].detach().clone()
+
+    @functools.wraps(load)
+    def stale(self: Any, *args: Any, **kwargs: Any) -> None:
+        if not isinstance(self.weight, DTensor):
+            load(self, *args, **kwargs)
+
+    cls._save_to_state_dict, cls._load_from_state_dict = copied, stale
+
+
 def _te_ref_extra_sync(te: Any) -> None:
     import torch
 
@@ -348,6 +375,7 @@ TORCH_REF: dict[str, Callable[[Any], None]] = {
     "torchref-odd-shape-silent": _odd_shape_silent,
     "torchref-compile-eval-path": _compile_eval_path,
     "torchref-compile-stale-weight": _compile_stale_weight,
+    "torchref-fsdp-stale-load": _fsdp_stale_load,
 }
 TE: dict[str, Callable[[Any], None]] = {
     "te-ref-extra-sync": _te_ref_extra_sync,

@@ -20,7 +20,7 @@ router = APIRouter(route_class=SecureHeadersRoute)
 MODE_LABELS = {"reduce-overhead": "reduce-ovh.", "max-autotune": "max-autot."}
 CHECK_LABELS = {"shape_contract": "contract", "cpu_round_trip": "CPU round trip", "checkpoint": "checkpoint",
                 "cpu_ops": "CPU ops", "determinism": "deterministic", "nd_update": "N-D update",
-                "dcp_round_trip": "DCP round trip"}
+                "dcp_round_trip": "DCP round trip", "fsdp_dcp_round_trip": "FSDP2 DCP"}
 
 
 @router.get("/matrix", response_class=HTMLResponse)

@@ -48,7 +48,7 @@ def test_the_ratio_measured_in_one_process_wins_over_two_cases_latest_values(db_
 def test_the_general_checks_of_a_recipe_sit_in_its_row_and_compile_sequences_stay_out() -> None:
     from tewatch.dashboards.queries import matrix_column
 
-    for op in ("cpu_ops", "determinism", "nd_update", "dcp_round_trip"):
+    for op in ("cpu_ops", "determinism", "nd_update", "dcp_round_trip", "fsdp_dcp_round_trip"):
         assert matrix_column(None, None, {"op": op}) == (0, op)
     # labels of benchmarks/checks.py: odd shapes carry a shape, compile sequences no mode or rank
     assert matrix_column(None, 2, {"op": "odd_shape"}) is None

@@ -30,8 +30,9 @@ def ci_run(tmp_path_factory) -> Path:
     return results
 
 
-def _records(results: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in results.glob("ci-cpu/*.tewatch/cases/*.json")]
+def _records(results: Path, case: str = CASE) -> list[dict]:
+    found = [json.loads(p.read_text()) for p in results.glob("ci-cpu/*.tewatch/cases/*.json")]
+    return [r for r in found if r["case"] == case]
 
 
 def test_the_ci_profile_runs_the_world_size_2_torch_ref_case(ci_run):
@@ -60,4 +61,5 @@ def test_its_results_upload_and_the_matrix_filters_by_world_size(ci_run, live_se
         two = client.get("/matrix", params={"world_size": "2"})
         one = client.get("/matrix", params={"world_size": "1"})
     assert two.status_code == 200 and "world size 2" in two.text and "sequence_parallel=True" in two.text
+    assert "FSDP2 DCP" in two.text  # distributed.FsdpCheckpoint, in its recipe's row
     assert one.status_code == 200 and "sequence_parallel=True" not in one.text

@@ -68,6 +68,15 @@ def test_quick_profile_runs_sharded_distributed_cases_only_and_without_the_emula
     assert quick[1] == ["2"] and "'torch-ref'" not in quick[0] and "'fp8-block'" in quick[0]
 
 
+def test_the_fsdp_checkpoint_case_runs_in_full_and_ci_at_world_size_2_and_not_in_quick() -> None:
+    full = discover("full")["distributed.FsdpCheckpoint.track_seconds"]
+    assert full[0] == ["recipe", "world_size"]
+    assert full[1] == [["'fp8-delayed'", "'fp8-current'", "'fp8-block'", "'mxfp8'", "'nvfp4'", "'torch-ref'"],
+                       ["2"]]
+    assert "distributed.FsdpCheckpoint.track_seconds" not in discover("quick")
+    assert discover("ci")["distributed.FsdpCheckpoint.track_seconds"][1] == [["'torch-ref'"], ["2"]]
+
+
 def test_the_full_profile_runs_every_general_check_and_the_quick_one_the_cheap_ones() -> None:
     def general(profile: str) -> set[str]:
         return {n.split(".")[1] for n in discover(profile) if n.startswith("checks.")}
