@@ -2,10 +2,10 @@
 
 Between processes a case's level moves far more than its samples spread within one (on an H200
 te.Linear by about 14 %, host-bound contract checks by tens of percent), so one process per side cannot
-tell a 10 % change from noise. `run_ab` runs the suites K times per side, base then head in each round
-(B H B H ...): round 1 runs every case (its verdicts are the sides' verdicts), later rounds only the cases
-that produced a timing, one-shot checks left out, each appending its samples to the side's asv results (`asv run --append-samples`)
-with the side's compile cache warm. Each side ends as one ordinary asv results file with its sidecar;
+tell a 10 % change from noise. `run_ab` runs the suites K times per side, base and head alternately, in an
+order that turns round each round (B H, H B, B H ...): round 1 runs every case (its verdicts are the sides'
+verdicts), later rounds only the cases that produced a timing, one-shot checks left out, each appending its
+samples to the side's asv results (`asv run --append-samples`) with the side's compile cache warm. Each side ends as one ordinary asv results file with its sidecar;
 the sidecar's case records also say how many samples each round contributed (`round_sizes`) and run.json
 names the session and side (`ab`), so that the service can pair the rounds.
 """
@@ -51,8 +51,9 @@ class _Side:
 
 def run_ab(sides: list[tuple[str, RunOptions]], rounds: int, deadline_s: float | None = None,
            say: Callable[[str], None] = lambda text: None) -> AbOutcome:
-    """Measure every side in `rounds` interleaved rounds, in the given order each round. The first side
-    is the base, the others heads compared with it (a head of the base's own code is an A/A). With
+    """Measure every side in `rounds` interleaved rounds, in the given order in odd rounds and the reverse
+    in even ones (what runs first, on a cooler GPU or a colder page cache, is not always one side). The
+    first side is the base, the others heads compared with it (a head of the base's own code is an A/A). With
     `deadline_s`, no round starts that the last one's duration says would end past it (round 1 always
     runs). Every side needs a results folder of its own."""
     if rounds < 1:
@@ -73,7 +74,7 @@ def run_ab(sides: list[tuple[str, RunOptions]], rounds: int, deadline_s: float |
                 say(f"round {index} would end past the deadline: {index - 1} rounds")
                 break
         seconds = {}
-        for side in state:
+        for side in state if index % 2 else state[::-1]:  # B H, H B, B H ...: no side always goes first
             say(f"round {index}/{rounds}: {side.name}")
             t0 = time.monotonic()
             _run_round(side, index, timed)

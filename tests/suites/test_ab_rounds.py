@@ -3,6 +3,7 @@ each side ends as one asv results file with every round's samples, its records s
 which round, and a real service pairs the rounds when the head is uploaded as a pull request."""
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -35,6 +36,8 @@ def test_both_sides_have_every_round_and_say_so(ab_run) -> None:
     proc, results = ab_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "2 rounds in" in proc.stderr
+    order = re.findall(r"round \d+/2: (\w+)", proc.stderr + proc.stdout)
+    assert order == ["base", "head", "head", "base"]
     sessions = set()
     for side, commit in (("base", BASE), ("head", HEAD)):
         data, sidecar = _side(results, side)
