@@ -1,13 +1,14 @@
 """A/B rounds: base and head measured alternately on one runner, every case in a fresh process each round.
 
-Between processes a case's level moves far more than its samples spread within one (on an H200
-te.Linear by about 14 %, host-bound contract checks by tens of percent), so one process per side cannot
-tell a 10 % change from noise. `run_ab` runs the suites K times per side, base and head alternately, in an
-order that turns round each round (B H, H B, B H ...): round 1 runs every case (its verdicts are the sides'
-verdicts), later rounds only the cases that produced a timing, one-shot checks left out, each appending its
-samples to the side's asv results (`asv run --append-samples`) with the side's compile cache warm. Each
-side ends as one ordinary asv results file with its sidecar; the sidecar's case records also say how many samples each round contributed (`round_sizes`) and run.json
-names the session and side (`ab`), so that the service can pair the rounds.
+Between processes a case's level moves far more than its samples spread within one (on an H200 te.Linear by
+about 14 %, host-bound contract checks by tens of percent), so one process per side cannot tell a 10 %
+change from noise. `run_ab` runs the suites K times per side, base and head alternately, in an order that
+turns round each round (B H, H B, B H ...): round 1 runs every case (its verdicts are the sides' verdicts),
+later rounds only the cases that produced a timing, one-shot checks left out, each appending its samples to
+the side's asv results (`asv run --append-samples`) with the side's compile cache warm. Each side ends as
+one ordinary asv results file with its sidecar; the sidecar's case records also say how many samples each
+round contributed (`round_sizes`) and run.json names the session and side (`ab`), so that the service can
+pair the rounds.
 """
 
 from __future__ import annotations
