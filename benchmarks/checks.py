@@ -120,7 +120,7 @@ class OddShapes(_QuantizerCheck):
     main_check = "odd_shape"
 
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
-        rows, cols = parse_shape(p["shape"])
+        _rows, cols = parse_shape(p["shape"])
         return {**super().labels(p), "rank": 2, "shape": p["shape"], "k_mod_128": cols % 128}
 
     def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
@@ -286,7 +286,7 @@ class CompileSequence(Case):
         steps = _steps(p["sequence"], profile, device)
         for name, step in steps:
             got, want = step(compiled, forward_compiled), step(eager, forward_eager)
-            worst = max(_max_difference(a, b) for a, b in zip(got, want))
+            worst = max(_max_difference(a, b) for a, b in zip(got, want, strict=True))
             self.record.add(records.compare(f"compiled_vs_eager_{name}", "max_abs_diff", worst, 0.0))
         last = steps[-1][1]
         return Prepared(fn=lambda: last(compiled, forward_compiled), device=device)

@@ -49,7 +49,7 @@ class LinearTensorParallel:
         from benchmarks.harness.distributed.scenario import Scenario
         from benchmarks.harness.distributed.worker import run_scenario
 
-        p = dict(zip(self.param_names, (recipe, world_size, parallel, sequence_parallel, mode)))
+        p = dict(zip(self.param_names, (recipe, world_size, parallel, sequence_parallel, mode), strict=False))
         device = current_profile().device
         backend = BACKEND_OF[recipe]
         self.record = records.CaseRecord(case=CASE, params=p, labels=labels(p, device))

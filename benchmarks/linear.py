@@ -52,7 +52,7 @@ class LinearFwdBwd(Case):
         return "compiled_vs_eager" if self._mode != "eager" else "vs_fp32"
 
     def setup(self, *values: Any) -> None:
-        self._mode = dict(zip(self.param_names, values))["mode"]
+        self._mode = dict(zip(self.param_names, values, strict=False))["mode"]
         super().setup(*values)
 
     def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:

@@ -135,7 +135,7 @@ def gpu_summary(state: dict) -> dict:
 def build(session: Session, header: SeriesHeader, branch: str = "", last: int | None = DEFAULT_LAST,
           pr: int | None = None) -> ChartData:
     total = queries.series_length(session, header.series_id, branch)
-    detailed = last is not None and last <= MAX_DETAILED_POINTS or total <= MAX_DETAILED_POINTS
+    detailed = (last is not None and last <= MAX_DETAILED_POINTS) or total <= MAX_DETAILED_POINTS
     points = queries.series_points(session, header, branch, last=last, with_samples=detailed)
     offset = total - len(points)
     chart = ChartData(header=header, total=total, offset=offset)

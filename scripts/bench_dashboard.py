@@ -92,7 +92,7 @@ def page_plan(url: str) -> list[tuple[str, Callable[[random.Random], str]]]:
         ("overview, search", lambda r: "/?q=error"),
         ("matrix /matrix", lambda r: "/matrix"),
         ("matrix, GPU filter", lambda r: f"/matrix?gpu={r.choice(gpus)}"),
-        ("case /case/{id}", lambda r: f"/case/{r.choice(case_ids + [failing_case])}"),
+        ("case /case/{id}", lambda r: f"/case/{r.choice([*case_ids, failing_case])}"),
         ("series /series/{id}", lambda r: f"/series/{r.choice(series_ids)}"),
         ("series data (last 300)", lambda r: f"/series/{r.choice(series_ids)}/points.json"),
         ("series data (all, bucketed)", lambda r: f"/series/{r.choice(series_ids)}/points.json?last=all"),

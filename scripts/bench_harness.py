@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.gemm import GPU_SAMPLE_SECONDS  # noqa: E402
-from benchmarks.harness.case import Prepared, sample_plan  # noqa: E402
-from benchmarks.harness.profiles import get_profile  # noqa: E402
-from benchmarks.harness.timing import coefficient_of_variation, cuda_samples  # noqa: E402
+from benchmarks.gemm import GPU_SAMPLE_SECONDS
+from benchmarks.harness.case import Prepared, sample_plan
+from benchmarks.harness.profiles import get_profile
+from benchmarks.harness.timing import coefficient_of_variation, cuda_samples
 
 
 def calls() -> dict[str, tuple[object, float, float | None]]:

@@ -22,7 +22,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tewatch.runner import results as asv_results  # noqa: E402
+from tewatch.runner import results as asv_results
 
 CASE = "distributed.LinearTensorParallel"
 

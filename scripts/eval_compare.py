@@ -92,7 +92,7 @@ def fitted_profiles() -> dict[str, Fitted]:
 def score(profile: Fitted, cases: int, rounds: int, sweeps: int, seed: int) -> dict[str, float]:
     rng = np.random.default_rng(seed)
     false = unchanged = 0
-    found = {step: 0 for step in STEPS}
+    found = dict.fromkeys(STEPS, 0)
     changed_total = 0
     for _ in range(sweeps):
         aa = [ComparePair(profile.side(rng, rounds, 0.0), profile.side(rng, rounds, 0.0), family=profile.name,

@@ -8,6 +8,7 @@ from creating one). It then sets TEWATCH_PRELOAD=1 for the benchmark processes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -27,10 +28,9 @@ def preload(with_te: bool) -> None:
     from benchmarks.harness import te_ops
 
     if with_te:
-        try:
+        # every case that needs TE meets and records the same error itself
+        with contextlib.suppress(Exception):
             te_ops.loaded()
-        except Exception:  # noqa: S110 - every case that needs TE meets and records the same error itself
-            pass
     if torch.cuda.is_initialized():
         raise PreloadInitialisedCuda("importing torch and Transformer Engine initialised CUDA")
 

@@ -17,15 +17,15 @@ NVFP4_GLOBAL = 6.0 * 448.0
 
 # quantizer variants of the quantize and contract suites
 NVFP4_VARIANTS = {
-    "nvfp4-row": dict(rowwise=True, columnwise=False),
-    "nvfp4-col": dict(rowwise=False, columnwise=True),
-    "nvfp4-both": dict(rowwise=True, columnwise=True),
-    "nvfp4-rht": dict(rowwise=True, columnwise=True, with_rht=True, with_post_rht_amax=True),
-    "nvfp4-rht-col": dict(rowwise=False, columnwise=True, with_rht=True, with_post_rht_amax=True),
-    "nvfp4-2d": dict(rowwise=True, columnwise=True, with_2d_quantization=True),
-    "nvfp4-sr": dict(
-        rowwise=True, columnwise=True, with_rht=True, with_post_rht_amax=True, stochastic_rounding=True
-    ),
+    "nvfp4-row": {"rowwise": True, "columnwise": False},
+    "nvfp4-col": {"rowwise": False, "columnwise": True},
+    "nvfp4-both": {"rowwise": True, "columnwise": True},
+    "nvfp4-rht": {"rowwise": True, "columnwise": True, "with_rht": True, "with_post_rht_amax": True},
+    "nvfp4-rht-col": {"rowwise": False, "columnwise": True, "with_rht": True, "with_post_rht_amax": True},
+    "nvfp4-2d": {"rowwise": True, "columnwise": True, "with_2d_quantization": True},
+    "nvfp4-sr": {
+        "rowwise": True, "columnwise": True, "with_rht": True, "with_post_rht_amax": True, "stochastic_rounding": True
+    },
 }
 
 

@@ -121,7 +121,7 @@ def cuda_samples(fn: Callable[[], Any], plan: TimingPlan) -> Timing:
         fn()
         ends[i].record()
     torch.cuda.synchronize()
-    return Timing([s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)])
+    return Timing([s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)])
 
 
 KERNEL_CALLS = 20

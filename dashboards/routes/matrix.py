@@ -32,11 +32,11 @@ def matrix(request: Request, session: Annotated[Session, Depends(get_session)], 
         return error_page(request, 400, str(exc))
 
     def build() -> dict:
-        return dict(
-            matrices=queries.matrix(session, filters), filters=filters, options=queries.filter_options(session),
-            show_world_size=True, modes=queries.MATRIX_MODES, ranks=queries.MATRIX_RANKS, row_cells=row_cells,
-            mode_labels=MODE_LABELS, check_labels=CHECK_LABELS, has_grid=site_facts(request).has_grid,
-        )
+        return {
+            "matrices": queries.matrix(session, filters), "filters": filters, "options": queries.filter_options(session),
+            "show_world_size": True, "modes": queries.MATRIX_MODES, "ranks": queries.MATRIX_RANKS, "row_cells": row_cells,
+            "mode_labels": MODE_LABELS, "check_labels": CHECK_LABELS, "has_grid": site_facts(request).has_grid,
+        }
 
     content = cached_content(request, session, "matrix.html", build)
     return render(request, "page.html", nav="matrix", title="Compile vs eager", content=content, main_class="wide")

@@ -46,8 +46,8 @@ def overview(request: Request, session: Annotated[Session, Depends(get_session)]
 
     def build() -> dict:
         data = queries.overview(session, filters, page=1 if all else number, per_page=None if all else PER_PAGE)
-        return dict(data=data, filters=filters, options=queries.filter_options(session), sev=Severity,
-                    show_search=True, show_all=bool(all), group_names=GROUP_NAMES)
+        return {"data": data, "filters": filters, "options": queries.filter_options(session), "sev": Severity,
+                    "show_search": True, "show_all": bool(all), "group_names": GROUP_NAMES}
 
     content = cached_content(request, session, "overview.html", build)
     return render(request, "page.html", nav="overview", title="Overview", content=content)

@@ -23,7 +23,7 @@ class WebhookReceiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:  # http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 signed = verify(receiver.secret, body, self.headers.get(SIGNATURE_HEADER))
                 receiver._keep(self.headers.get(DELIVERY_HEADER, ""), self.headers.get(EVENT_HEADER, ""),

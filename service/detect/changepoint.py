@@ -39,6 +39,7 @@ Every change point carries its baseline, limits, effect, z and the indices of th
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -364,7 +365,7 @@ def outlying(x: np.ndarray, cps: list[int], config: ChangePointConfig) -> np.nda
     point is measured from the median of its own speed, with the larger of the speeds' own sigmas."""
     bounds = [0, *cps, len(x)]
     parts, own = [], []
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+    for a, b in itertools.pairwise(bounds):
         part = x[a:b]
         threshold = two_speeds(part, config)
         if threshold is None:

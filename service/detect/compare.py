@@ -25,6 +25,7 @@ min_effect; `unchanged` when the whole interval lies within +-min_effect; `incon
 from __future__ import annotations
 
 import enum
+import itertools
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
@@ -129,7 +130,7 @@ def _rounds(side: Side) -> list[np.ndarray]:
     if sum(sizes) != len(raw):
         return []
     edges = np.cumsum([0, *sizes])
-    return [_clean(raw[a:b]) for a, b in zip(edges[:-1], edges[1:])]
+    return [_clean(raw[a:b]) for a, b in itertools.pairwise(edges)]
 
 
 def hodges_lehmann_shift(base: np.ndarray, head: np.ndarray, confidence: float) -> tuple[float, float, float]:
@@ -170,7 +171,7 @@ def round_differences(pair: ComparePair, min_samples: int) -> _RoundDifferences 
     base_levels = [np.log(np.median(r)) if len(r) >= enough else np.nan for r in base]
     head_levels = [np.log(np.median(r)) if len(r) >= enough else np.nan for r in head]
     if pair.paired and len(base_levels) == len(head_levels):
-        d = np.array([h - b for b, h in zip(base_levels, head_levels) if np.isfinite(b) and np.isfinite(h)])
+        d = np.array([h - b for b, h in zip(base_levels, head_levels, strict=True) if np.isfinite(b) and np.isfinite(h)])
         if len(d) < 2:
             return None
         return _RoundDifferences(float(d.mean()), float(d.var(ddof=1)), len(d) - 1.0, len(d), True,
@@ -194,7 +195,7 @@ def _family_round_prior(found: Sequence[_RoundDifferences | None], families: Seq
     tail in, where a median would promise tighter rounds than a pull request gets. Degrees of freedom are
     the family's, capped."""
     pooled: dict[Hashable, list[tuple[float, float]]] = defaultdict(list)
-    for rounds, family in zip(found, families):
+    for rounds, family in zip(found, families, strict=True):
         if rounds is not None and family is not None:
             pooled[family].append((rounds.variance, rounds.dof))
     priors = {}
@@ -214,7 +215,7 @@ def _round_priors(items: Sequence[ComparePair], rounds: Sequence[_RoundDifferenc
     by_group = _family_round_prior(rounds, groups, config)
     by_family = _family_round_prior(rounds, [p.family for p in items], config)
     return [by_group[g] if g in by_group else by_family.get(p.family) if p.family is not None else None
-            for p, g in zip(items, groups)]
+            for p, g in zip(items, groups, strict=True)]
 
 
 def without_outlier_rounds(rounds: _RoundDifferences, prior_variance: float,
@@ -278,7 +279,7 @@ def family_between_run_sigmas(
     of fewer than half of them). A median absolute deviation of k values is worth about 0.37 (k - 1)
     degrees of freedom of a standard deviation (its efficiency)."""
     changes: dict[str, list[float]] = defaultdict(list)
-    for (base, head), family in zip(cleaned, families):
+    for (base, head), family in zip(cleaned, families, strict=True):
         if family is not None and min(len(base), len(head)) >= config.min_samples:
             changes[family].append(float(np.log(np.median(head) / np.median(base))))
     sigmas = {}
@@ -381,18 +382,18 @@ def compare_sweep(
     `families` (each pair's benchmark) group the pairs whose noise informs each other's."""
     config = config or CompareConfig()
     families = list(families) if families is not None else [None] * len(pairs)
-    items = [_as_pair(item, family) for item, family in zip(pairs, families)]
+    items = [_as_pair(item, family) for item, family in zip(pairs, families, strict=False)]
     families = [item.family for item in items]
     cleaned = [(_clean(p.base.samples), _clean(p.head.samples)) for p in items]
     rounds = [round_differences(p, config.min_samples) for p in items]
     priors = _round_priors(items, rounds, config)
     rounds = [r if r is None or not r.paired or prior is None else without_outlier_rounds(r, prior[0], config)
-              for r, prior in zip(rounds, priors)]
+              for r, prior in zip(rounds, priors, strict=True)]
     family_sigmas = family_between_run_sigmas(
-        [c for c, r in zip(cleaned, rounds) if r is None], [f for f, r in zip(families, rounds) if r is None],
+        [c for c, r in zip(cleaned, rounds, strict=True) if r is None], [f for f, r in zip(families, rounds, strict=True) if r is None],
         config)
     shifts: list[_Shift | None] = []
-    for pair, (base, head), found, prior in zip(items, cleaned, rounds, priors):
+    for pair, (base, head), found, prior in zip(items, cleaned, rounds, priors, strict=True):
         if found is not None:
             shifts.append(rounds_shift(found, prior, config))
         elif min(len(base), len(head)) < config.min_samples or _one_shot_in_rounds(pair):
@@ -404,7 +405,7 @@ def compare_sweep(
     tested = [s.p_value for s in shifts if s is not None]
     q_values = iter(benjamini_hochberg(tested)) if tested else iter(())
     results = []
-    for pair, (base, head), shift in zip(items, cleaned, shifts):
+    for pair, (base, head), shift in zip(items, cleaned, shifts, strict=True):
         baseline = float(np.median(base)) if len(base) else float("nan")
         head_level = float(np.median(head)) if len(head) else float("nan")
         if shift is None:

@@ -377,8 +377,7 @@ _MACHINE_TEXT = {
     "machine": Machine.name,
     **{
         key: getattr(Machine, key)
-        for key in ("gpu_model", "compute_capability", "driver", "cuda", "cublaslt", "cudnn")
-        + ("cpu", "arch", "os", "ram")
+        for key in ("gpu_model", "compute_capability", "driver", "cuda", "cublaslt", "cudnn", "cpu", "arch", "os", "ram")
     },
 }
 

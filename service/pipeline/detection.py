@@ -264,7 +264,7 @@ def previous_verdicts(session: Session, run: Run) -> dict[int, VerdictStatus]:
     if run.pr_number is not None:
         base_runs = merge_base_runs(session, run)
         query = select(Verdict.case_id, Verdict.status).where(Verdict.run_id.in_([r.id for r in base_runs]))
-        return {case_id: status for case_id, status in session.execute(query)}
+        return {case_id: status for case_id, status in session.execute(query)}  # noqa: C416 - dict() reads a Result, which has keys(), as a mapping
     query = (
         select(Verdict.case_id, Verdict.status, Run.id)
         .join(Run, Verdict.run_id == Run.id)
@@ -605,7 +605,7 @@ def plan_pr_comparison(
                                  host_bound=False if kernel else host_bound.get(info.case_id)))
         keys.append(series_id)
     results = compare_sweep(pairs, config)
-    compared = _reconciled([(series_id, infos[series_id], comparison) for series_id, comparison in zip(keys, results)])
+    compared = _reconciled([(series_id, infos[series_id], comparison) for series_id, comparison in zip(keys, results, strict=True)])
     primary = _primary_series(compared)
     by_case = case_verdicts(compared, primary)
     rounds = max((c.rounds or 0 for c in results), default=0) or None

@@ -163,7 +163,7 @@ def _combinations(data: dict[str, Any], benchmarks: dict[str, Any]) -> list[_Com
         values = row[columns.index("result")] or [None] * len(combos)
         samples = (row[columns.index("samples")] if "samples" in columns else None) or [None] * len(combos)
         found += [_Combination(name, combo, value, sample, next(cases).case_id)
-                  for combo, value, sample in zip(combos, values, samples)]
+                  for combo, value, sample in zip(combos, values, samples, strict=False)]
     return found
 
 

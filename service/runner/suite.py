@@ -252,7 +252,7 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
     log_path.write_text(log if not log_path.exists() else log_path.read_text() + "\n" + log)
 
     benchmarks = results.load(results_dir / "benchmarks.json")
-    case_results = [c for c in results.iter_case_results(results.load(final), benchmarks)]
+    case_results = list(results.iter_case_results(results.load(final), benchmarks))
     added = sidecar.complete_records(side / "cases", case_results, log)
     finished = datetime.now(UTC)
     wall = time.monotonic() - t0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from datetime import UTC, datetime
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -35,7 +36,7 @@ def utcnow() -> datetime:
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict: JSON, list: JSON}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict: JSON, list: JSON}
 
 
 class ResultStatus(str, enum.Enum):

@@ -72,10 +72,10 @@ def _rounds_of(side: Path, rounds: int, keep: int) -> dict[tuple[str, str, str],
         records[record["case"], json.dumps(record["params"], sort_keys=True)] = record
     columns, found = data["result_columns"], {}
     for name, row in data["results"].items():
-        row = dict(zip(columns, row))
+        row = dict(zip(columns, row, strict=False))
         names = benchmarks[name]["param_names"]
-        for combo, samples in zip(itertools.product(*row["params"]), row["samples"]):
-            params = json.dumps({n: ast.literal_eval(v) for n, v in zip(names, combo)}, sort_keys=True)
+        for combo, samples in zip(itertools.product(*row["params"]), row["samples"], strict=False):
+            params = json.dumps({n: ast.literal_eval(v) for n, v in zip(names, combo, strict=False)}, sort_keys=True)
             case = name.rsplit(".", 1)[0]
             kernel = records.get((case, params), {}).get("metrics", {}).get("kernel_seconds", {}).get("samples")
             for metric, values in (("track_seconds", samples), ("kernel_seconds", kernel)):

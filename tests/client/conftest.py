@@ -54,9 +54,9 @@ def _add_change_points(db_url: str, run_id: int) -> int:
                 "JOIN results x ON x.series_id = s.id JOIN runs r ON r.id = x.run_id "
                 "WHERE b.name = 'linear.LinearFwdBwd.track_seconds' AND c.recipe = 'bf16' AND c.rank = 3 "
                 "AND c.mode = 'default' AND r.id = :run"), {"run": run_id}).one()
-            common = dict(branch="main", gpu_model="NVIDIA H200", run_id=run_id, commit_id=commit_id,
-                          before_commit_id=commit_id, first_possible_commit_id=commit_id, lower_limit=0.9,
-                          upper_limit=1.1, sigma=0.02, n_before=6, n_after=6, detector_version="test")
+            common = {"branch": "main", "gpu_model": "NVIDIA H200", "run_id": run_id, "commit_id": commit_id,
+                          "before_commit_id": commit_id, "first_possible_commit_id": commit_id, "lower_limit": 0.9,
+                          "upper_limit": 1.1, "sigma": 0.02, "n_before": 6, "n_after": 6, "detector_version": "test"}
             conn.execute(Detection.__table__.insert(), [
                 dict(common, series_id=series_id, series_key=f"series:{series_id}", direction="regression",
                      baseline=1.0e-3, level_after=1.2e-3, effect=0.2, z=7.5, environment_shift=False,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from datetime import UTC, datetime
 
 from tewatch.dashboards.plots import MAX_COMMIT_TICKS, commit_ticks, draw_series, render_series_svg
@@ -58,7 +59,7 @@ def test_a_long_history_names_evenly_spaced_commits_with_the_newest_and_the_pull
     assert len(ticks) <= MAX_COMMIT_TICKS
     assert ticks[0] == (0.0, sha_of(0)[:7])
     assert ticks[-1] == (300.0, f"PR {sha_of(1000)[:7]}")
-    gaps = [b[0] - a[0] for a, b in zip(ticks, ticks[1:], strict=False)]
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(ticks)]
     assert min(gaps) >= 0.75 * max(gaps[:-1]) > 1, "labels would print over each other"
     labels = [t.get_text() for t in draw_series(chart).axes[0].get_xticklabels()]
     assert labels == [label for _, label in ticks]

@@ -119,7 +119,7 @@ def test_two_real_h200_runs_differ_only_where_the_pull_request_changed_te():
     keys = sorted(set(base) & set(head))
     pairs = [(base[k], head[k], False, None) for k in keys]
     results = compare_sweep(pairs, families=[benchmark for benchmark, _ in keys])
-    flagged = {k: c for k, c in zip(keys, results)
+    flagged = {k: c for k, c in zip(keys, results, strict=True)
                if c.verdict in (CompareVerdict.regression, CompareVerdict.improvement)}
     doubled = {k for k in keys if k[0] == "quantize.Quantize.track_seconds" and k[1][0] == "'te-ref'"}
     assert len(doubled) == 10 and doubled <= set(flagged)
@@ -128,7 +128,7 @@ def test_two_real_h200_runs_differ_only_where_the_pull_request_changed_te():
     # reference RHT, a 0.3-0.6 ms host-bound call with one sibling, is the one that does not: README)
     assert set(flagged) - doubled <= {("rht.Rht.track_seconds", ("'te-ref'", "'8192x5120'"))}
     alone = compare_sweep(pairs)
-    assert sum(c.verdict is not CompareVerdict.inconclusive for k, c in zip(keys, alone) if k not in doubled) >= 5
+    assert sum(c.verdict is not CompareVerdict.inconclusive for k, c in zip(keys, alone, strict=True) if k not in doubled) >= 5
 
 
 def test_the_spread_prior_keeps_a_clear_change_of_tight_samples():

@@ -107,7 +107,7 @@ def test_a_small_family_that_moved_together_keeps_its_intervals_near_the_change(
               False, None) for c in changes]
     results = compare_sweep(pairs, families=["gemm"] * 5)
     assert max(c.ci_high - c.ci_low for c in results) < 0.35
-    assert all(abs(c.effect - change) < 0.01 for c, change in zip(results, changes))
+    assert all(abs(c.effect - change) < 0.01 for c, change in zip(results, changes, strict=True))
 
 
 def test_kernel_time_that_moved_under_an_unchanged_event_time_is_not_a_change():

@@ -71,8 +71,8 @@ def test_weight_shards_tile_the_weight_once():
     ({"world_size": 0}, "world_size must be at least 1"),
 ])
 def test_a_scenario_that_cannot_be_sharded_says_why(kwargs, message):
-    base = dict(backend="torch-ref", recipe="torch-ref", parallel_mode="column", sequence_parallel=False,
-                mode="eager", world_size=1, device="cpu", shape=(8, 2, 12), out_features=6)
+    base = {"backend": "torch-ref", "recipe": "torch-ref", "parallel_mode": "column", "sequence_parallel": False,
+                "mode": "eager", "world_size": 1, "device": "cpu", "shape": (8, 2, 12), "out_features": 6}
     with pytest.raises(ValueError, match=message):
         Scenario(**{**base, **kwargs})
 

@@ -77,7 +77,7 @@ def test_quick_run_on_one_gpu_gates_world_size_two_and_finds_the_emulation_compi
         if record["params"]["world_size"] == 2:
             reason = record["verdict"]["reason"]
             assert record["verdict"]["status"] == "unsupported"
-            assert "2 GPUs; 1 visible" in reason or record["params"]["recipe"] == "nvfp4" and "10.0" in reason
+            assert "2 GPUs; 1 visible" in reason or (record["params"]["recipe"] == "nvfp4" and "10.0" in reason)
     verdict = _verdict(records, "distributed.LinearTensorParallel", recipe="torch-ref", world_size=1,
                        parallel="column", sequence_parallel=False, mode="default")
     assert verdict["status"] == "fail_accuracy" and verdict["check"] == "compiled_vs_eager"

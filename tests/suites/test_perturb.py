@@ -4,6 +4,7 @@ Transformer Engine does not run on this machine, so the TE patches are applied t
 same shape; the GPU campaign (tests/fixtures/h200-campaign) shows them on TE itself."""
 
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 
@@ -12,7 +13,7 @@ from benchmarks.harness import perturb
 
 def test_unknown_names_fail_with_the_known_ones_listed(monkeypatch) -> None:
     monkeypatch.setenv(perturb.ENV, "te-ref-slow-quantize,no-such-change")
-    with pytest.raises(ValueError, match="unknown perturbations: no-such-change; known: .*te-ref-slow-quantize"):
+    with pytest.raises(ValueError, match=r"unknown perturbations: no-such-change; known: .*te-ref-slow-quantize"):
         perturb.requested()
 
 
@@ -51,7 +52,7 @@ def test_a_sized_slowdown_adds_its_share_of_the_calls_own_time_after_the_cold_ca
         """The call's own time as the clock reads it (the first two are cold, as a case's checks are),
         and the delays asked for: no wall time, so a busy machine cannot move the figures."""
 
-        delays: list[float] = []
+        delays: ClassVar[list[float]] = []
 
         def elapsed(self, run) -> float:
             run()

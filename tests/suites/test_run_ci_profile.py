@@ -67,8 +67,8 @@ def _cases(results: Path) -> list[tuple[str, dict, object, list | None]]:
         names = benchmarks[name]["param_names"]
         samples = row[cols.index("samples")] or [None] * 10**4
         combos = itertools.product(*row[cols.index("params")])
-        for combo, value, sample in zip(combos, row[cols.index("result")], samples):
-            params = {n: ast.literal_eval(v) for n, v in zip(names, combo)}
+        for combo, value, sample in zip(combos, row[cols.index("result")], samples, strict=False):
+            params = {n: ast.literal_eval(v) for n, v in zip(names, combo, strict=False)}
             out.append((name.rsplit(".", 1)[0], params, value, sample))
     return out
 

@@ -80,13 +80,13 @@ def _rank_main(rank: int, world_size: int, device: str, port: int, collective_ti
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
         dist.init_process_group("nccl" if device == "cuda" else "gloo", store=store, rank=rank,
                                 world_size=world_size, timeout=timeout, **options)
-    except Exception as exc:  # noqa: BLE001 (whatever a rank raises is reported)
+    except Exception as exc:  # whatever a rank raises is reported
         _write_json(out, {"status": "error", "error": _error(exc, "rendezvous")})
         raise SystemExit(1) from None
     try:
         report = fn(rank, world_size, payload)
         _write_json(out, {"status": "ok", "report": report})
-    except Exception as exc:  # noqa: BLE001 (whatever a rank raises is reported)
+    except Exception as exc:  # whatever a rank raises is reported
         _write_json(out, {"status": "error", "error": _error(exc, getattr(exc, "phase", "run"))})
         raise SystemExit(1) from None
     finally:
@@ -151,7 +151,7 @@ def launch(fn: RankFunction, payload: Any, world_size: int, device: str, deadlin
                 now = time.monotonic()
                 if first_failure is None and any(
                         (not p.is_alive() and p.exitcode != 0) or (_read(f) or {}).get("status") == "error"
-                        for p, f in zip(procs, files)):
+                        for p, f in zip(procs, files, strict=True)):
                     first_failure = now
                 if first_failure is not None and now - first_failure > grace_s:
                     break
@@ -168,7 +168,7 @@ def launch(fn: RankFunction, payload: Any, world_size: int, device: str, deadlin
                 p.join(timeout=10)
             del store
         ranks = [_rank_result(r, p, _read(f), was_alive)
-                 for r, (p, f, was_alive) in enumerate(zip(procs, files, alive))]
+                 for r, (p, f, was_alive) in enumerate(zip(procs, files, alive, strict=True))]
     return _outcome(ranks, timed_out, time.monotonic() - started, deadline_s)
 
 

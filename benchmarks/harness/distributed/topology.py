@@ -44,7 +44,7 @@ def parse_topology(text: str) -> dict[tuple[int, int], str]:
         if len(cells) < 1 + len(columns):
             raise TopologyError(f"row {cells[0]} has {len(cells) - 1} cells for {len(columns)} devices")
         row = int(cells[0][3:])
-        for name, cell in zip(columns, cells[1:]):
+        for name, cell in zip(columns, cells[1:], strict=False):
             if name.startswith("GPU") and int(name[3:]) != row:
                 links[(row, int(name[3:]))] = cell
     if not links and len([c for c in columns if c.startswith("GPU")]) > 1:

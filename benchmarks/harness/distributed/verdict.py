@@ -107,7 +107,7 @@ def slowest_rank_samples(reports: list[dict[str, Any]]) -> list[float]:
     lengths = {len(s) for s in per_rank}
     if len(lengths) != 1:
         raise ValueError(f"ranks timed different numbers of samples: {sorted(lengths)}")
-    return [max(column) for column in zip(*per_rank)]
+    return [max(column) for column in zip(*per_rank, strict=True)]
 
 
 def metrics(scenario: Scenario, reports: list[dict[str, Any]]) -> dict[str, tuple[float, str]]:

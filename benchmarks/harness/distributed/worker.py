@@ -121,7 +121,7 @@ def run_scenario(rank: int, world_size: int, scenario: Scenario) -> dict[str, An
         eager = layers.sharded(w[shards.weight(weight_rank)])
         eager_forward = layers.forward(eager)
         got = fwd_bwd(eager, eager_forward, x_local, dy_local)
-        report["rel_l2"] = {name: relative_error(a, e) for name, a, e in zip(TENSORS, got, expected_local)}
+        report["rel_l2"] = {name: relative_error(a, e) for name, a, e in zip(TENSORS, got, expected_local, strict=True)}
         report["columnwise_gather"] = layers.gather_checks(eager, x, dy)
         mark("sharded", t0)
 
@@ -147,7 +147,7 @@ def run_scenario(rank: int, world_size: int, scenario: Scenario) -> dict[str, An
             report["graph_breaks"] = sum(breaks.values())
             report["graph_break_reasons"] = [reason.splitlines()[0][:200] for reason in list(breaks)[:5]]
             report["compiled_max_abs_diff"] = {
-                name: max_abs_difference(a, e) for name, a, e in zip(TENSORS, got_compiled, got)}
+                name: max_abs_difference(a, e) for name, a, e in zip(TENSORS, got_compiled, got, strict=True)}
             timed_module, timed_forward = compiled, compiled_forward
 
     with phase("timing"):
