@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
+from typing import Any
 
 from sqlalchemy import ColumnElement, and_, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import QueryableAttribute, Session
 
 from tewatch.core.statuses import FAILING_STATUSES
 from tewatch.dashboards import detection
@@ -190,7 +191,7 @@ class CaseRow:
         return needle in " ".join(haystack).lower()
 
 
-def key_list(session: Session, column: ColumnElement, ids: Sequence[int], name: str) -> ColumnElement[bool]:
+def key_list(session: Session, column: ColumnElement[Any] | QueryableAttribute[Any], ids: Sequence[int], name: str) -> ColumnElement[bool]:
     """`column IN ids` as one bound parameter: thousands of ids cost no SQL to render or plan."""
     return in_key_list(session.connection(), column, ids, name)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -119,7 +120,7 @@ def _point_json(x: int, p: SeriesPoint) -> dict:
 def gpu_summary(state: dict) -> dict:
     """The GPU state worth a tooltip: first/last clocks, power, temperature, throttle reasons; only what was
     recorded (cases that time nothing on the GPU, like the contracts, record empty lists: {})."""
-    out = {}
+    out: dict[str, list[Any]] = {}
     for key in ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c"):
         values = state.get(key)
         if isinstance(values, list) and values:

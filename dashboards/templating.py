@@ -82,7 +82,7 @@ def is_version_stand_in(sha: str | None, te_version: str | None) -> bool:
     """The sha `tewatch run` files a TE wheel under when the wheel names no commit: a hash of its version."""
     from tewatch.runner.commit import version_hash
 
-    return bool(sha and te_version) and sha == version_hash(te_version)
+    return bool(sha and te_version and sha == version_hash(te_version))
 
 
 def commit_text(sha: str | None, te_version: str | None = None) -> str:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Engine, insert, select
 
@@ -283,7 +284,7 @@ def generate(engine: Engine, results: int, seed: int = 7, progress: bool = True)
                 "gpu_state": {"sm_clock_mhz": [1980], "temperature_c": [41 + ci % 7], "throttle_reasons": ["none"]},
                 "gpu": gpu,
             })
-    summary = {"verdicts": {}, "results": {}}
+    summary: dict[str, dict[str, Any]] = {"verdicts": {}, "results": {}}
     for gpu, cc in GPUS:
         counts: dict[str, int] = {}
         for spec in specs:

@@ -137,7 +137,7 @@ def slower_by(name: str, original: Callable, fraction: float,
     """`original`, taking `fraction` longer: the first CALIBRATION_CALLS calls of each input shape measure
     it (the fastest of those after COLD_CALLS: the first calls of a case are its checks and warm-up, two
     to three times slower on an H200), every call after them is followed by a delay of that share."""
-    clock = None
+    clock: Any = None
     delays: dict[Hashable, float] = {}
     measured: dict[Hashable, list[float]] = {}
 
@@ -186,7 +186,7 @@ def _nondeterministic(emu: Any) -> None:
 
     for name in ("quantize_nvfp4", "quantize_nvfp4_columnwise"):
         original = getattr(emu, name)
-        calls = Counter()
+        calls: Counter[str] = Counter()
 
         def flipping(x: Any, *args: Any, _original: Callable = original, _calls: Counter = calls,
                      **kwargs: Any) -> Any:
@@ -237,7 +237,7 @@ def _compile_eval_path(emu: Any) -> None:
             return x @ self.weight.t()
         return original(self, x)
 
-    emulated_linear.EmulatedNVFP4Linear.forward = forward
+    emulated_linear.EmulatedNVFP4Linear.forward = forward  # type: ignore[method-assign]
 
 
 def _compile_stale_weight(emu: Any) -> None:
@@ -259,7 +259,7 @@ def _compile_stale_weight(emu: Any) -> None:
         baked = self.weight + (self._baked_weight - self.weight).detach()  # the old values, the new gradient
         return emulated_linear._EmulatedNVFP4Linear.apply(x, baked)
 
-    emulated_linear.EmulatedNVFP4Linear.forward = forward
+    emulated_linear.EmulatedNVFP4Linear.forward = forward  # type: ignore[method-assign]
 
 
 def _te_ref_extra_sync(te: Any) -> None:

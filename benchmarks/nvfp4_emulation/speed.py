@@ -22,7 +22,7 @@ def _dims(text: str) -> tuple[int, ...]:
 
 
 def _cases(
-    shape: tuple[int, int], gemm: tuple[int, int, int], device: str
+    shape: tuple[int, ...], gemm: tuple[int, ...], device: str
 ) -> dict[str, Callable[[], object]]:
     g = torch.Generator(device=device).manual_seed(0)
     x = torch.randn(shape, generator=g, device=device, dtype=torch.bfloat16)

@@ -114,12 +114,12 @@ class OutboxWorker:
         )
         due = (select(WebhookDelivery.id).join(WebhookSubscription)
                .where(claimable, WebhookSubscription.kind.in_(self.kinds)).order_by(WebhookDelivery.next_attempt_at))
-        due = due.limit(self.policy.batch).scalar_subquery()
+        due_ids = due.limit(self.policy.batch).scalar_subquery()
         with self.sessions() as session, session.begin():
             _write(session)
             session.execute(
                 update(WebhookDelivery)
-                .where(WebhookDelivery.id.in_(due), claimable)
+                .where(WebhookDelivery.id.in_(due_ids), claimable)
                 .values(lease_until=now + timedelta(seconds=self.policy.lease_seconds), lease_owner=token)
                 .execution_options(synchronize_session=False)
             )

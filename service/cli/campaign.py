@@ -53,7 +53,7 @@ def campaign(
     table.add_column("value")
     for label, verdicts in sorted(summary.verdicts.items()):
         table.add_row(f"verdicts, {label} run", ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
-    kinds = {}
+    kinds: dict[str, int] = {}
     for alert in summary.alerts:
         kinds[alert["kind"]] = kinds.get(alert["kind"], 0) + 1
     table.add_row("alerts", ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) or "none")

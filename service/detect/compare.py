@@ -411,7 +411,8 @@ def compare_sweep(
         if shift is None:
             source = NoiseSource.history if pair.history_sigma is not None else NoiseSource.floor
             sigma = pair.history_sigma if pair.history_sigma is not None else config.between_run_sigma
-            results.append(Comparison(CompareVerdict.inconclusive, baseline, head_level, *[float("nan")] * 5,
+            nan = float("nan")  # effect, its interval, p and q
+            results.append(Comparison(CompareVerdict.inconclusive, baseline, head_level, nan, nan, nan, nan, nan,
                                       len(base), len(head), sigma, config.min_effect, source))
             continue
         q = float(next(q_values))

@@ -196,6 +196,7 @@ def evaluate(
     scores: dict[tuple[str, str], Score] = {}
     replays = replay_series(profiles, step_sizes, series_per_scenario, commits, gap_fraction, seed)
     for replay in replays:
+        assert replay.scenario is not None  # replay_series gives every series its scenario
         for name, detect in detectors.items():
             score = scores.setdefault((name, replay.scenario.profile.name), Score())
             score.add(replay, detect(replay.values), tolerance)

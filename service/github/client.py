@@ -17,6 +17,7 @@ def github_client(config: GitHubConfig, timeout_seconds: float) -> GitHub:
     from githubkit import AppInstallationAuthStrategy, GitHub, TokenAuthStrategy
     from githubkit.cache import MemCacheStrategy
 
+    auth: AppInstallationAuthStrategy | TokenAuthStrategy
     if config.app is not None:
         auth = AppInstallationAuthStrategy(config.app.app_id, config.app.private_key, config.app.installation_id)
     else:

@@ -40,7 +40,7 @@ class Section:
 
 def is_ours(body: str | None) -> bool:
     """Starts with the marker (a reply quoting the comment starts with `>`, and is not ours)."""
-    return bool(body) and body.startswith(MARKER)
+    return bool(body and body.startswith(MARKER))
 
 
 def sections(body: str) -> list[Section]:

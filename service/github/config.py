@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def github_config(settings: Settings) -> GitHubConfig | None:
         raise ValueError("TEWATCH_GITHUB_REPOSITORY is set but no credentials are: set TEWATCH_GITHUB_TOKEN, "
                          f"or {', '.join(APP_SETTINGS)}")
     owner, repo = settings.github_repository.split("/")
-    common = {"owner": owner, "repo": repo, "api_url": settings.github_api_url,
+    common: dict[str, Any] = {"owner": owner, "repo": repo, "api_url": settings.github_api_url,
               "status_context": settings.github_status_context.strip()}
     if token:
         return GitHubConfig(**common, token=token)
@@ -96,6 +96,7 @@ def _app_credentials(settings: Settings, key_text: str) -> AppCredentials:
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"cannot read {source}: {exc}") from None
     _check_private_key(key_text, source)
+    assert settings.github_app_installation_id is not None  # in `missing` otherwise
     return AppCredentials(str(settings.github_app_id), key_text, settings.github_app_installation_id)
 
 

@@ -58,7 +58,7 @@ class GitHubPublisher:
 
     def _our_comments(self, pr_number: int) -> list[Any]:
         """The pull request's comments that are ours, oldest first, every page read (the Link header's)."""
-        comments = self.github.rest.paginate(self.github.rest.issues.list_comments, owner=self.config.owner,
+        comments: Any = self.github.rest.paginate(self.github.rest.issues.list_comments, owner=self.config.owner,
                                              repo=self.config.repo, issue_number=pr_number, per_page=100)
         return sorted((c for c in comments if is_ours(c.body or None)), key=lambda c: c.id)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Connection, exists, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -43,7 +44,7 @@ def store_graph(conn: Connection, repo: str, commits: Sequence[tuple[str, int, l
     """Store the graph, place the repository's stored commits in it and rebuild the latest verdicts;
     returns how many stored commits it placed."""
     parents = {p for _, _, ps in commits for p in ps} - {sha for sha, _, _ in commits}
-    known = {}
+    known: dict[str, Any] = {}
     ordered = sorted(parents)
     for start in range(0, len(ordered), CHUNK):
         known.update(conn.execute(select(CommitGraph.sha, CommitGraph.ordered_at).where(

@@ -86,7 +86,7 @@ def detect_after_uploads(
 
 def _runs(session: Session, run_ids: list[int]) -> list[Run]:
     ids = sorted(set(run_ids))
-    runs = []
+    runs: list[Run] = []
     for start in range(0, len(ids), CHUNK):
         runs += session.scalars(select(Run).where(Run.id.in_(ids[start : start + CHUNK]))).all()
     missing = set(ids) - {r.id for r in runs}

@@ -194,9 +194,9 @@ def _close(side: _Side, session: str, rounds: int, role: str) -> None:
             by_case.setdefault(case_id, {})[name.rpartition(".")[2]] = sizes
     for path in sorted(cases.glob("*.json")):
         record = json.loads(path.read_text())
-        sizes = by_case.get(path.stem)
-        if sizes:
-            record["round_sizes"] = sizes
+        case_sizes = by_case.get(path.stem)
+        if case_sizes:
+            record["round_sizes"] = case_sizes
             path.write_text(json.dumps(record, indent=1, sort_keys=True))
     run = sidecar.read_run_json(side.outcome.sidecar)
     run.pop("schema", None)

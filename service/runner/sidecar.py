@@ -60,9 +60,9 @@ def failure_check(text: str) -> dict[str, Any]:
             message = (match.group(2) or "").strip() or exc_class
             break
     else:
-        status = re.search(r"asv: benchmark failed \(exit status (-?\d+)\)", text)
-        if status:
-            message = f"benchmark process exited with status {status.group(1)}"
+        exited = re.search(r"asv: benchmark failed \(exit status (-?\d+)\)", text)
+        if exited:
+            message = f"benchmark process exited with status {exited.group(1)}"
     status = "oom" if exc_class == "OutOfMemoryError" else "error"
     return {"check": "asv_run", "status": status, "exception_class": exc_class,
             "message": message[:4000], "traceback_head": _head(text)}

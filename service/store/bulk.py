@@ -57,7 +57,7 @@ def _apply(processor: Processor, values: Sequence[Any]) -> Iterable[Any]:
     if len(values) < 2 or values[0] is not values[1]:
         return map(processor, values)
     # runs of one object (a benchmark's start time shared by its rows): process each run once
-    out = []
+    out: list[Any] = []
     last: Any = out  # a sentinel no value is
     processed = None
     for value in values:
@@ -71,7 +71,7 @@ def _copy(conn: Connection, table: Table, columns: Sequence[str], rows: list[Seq
     """Binary COPY: the server's own column types tell psycopg how to encode each value."""
     preparer = conn.dialect.identifier_preparer
     table_name = preparer.format_table(table)
-    type_oids = dict(
+    type_oids: dict[str, int] = dict(
         conn.exec_driver_sql(
             "SELECT attname, atttypid FROM pg_attribute"
             " WHERE attrelid = %(table)s::regclass AND attname = ANY(%(columns)s) AND NOT attisdropped",

@@ -5,8 +5,9 @@ latest-verdict tables and the pages' "latest" and "last N" all use it."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import ColumnElement, DateTime, func, literal
+from sqlalchemy import ColumnElement, DateTime, SQLColumnExpression, func, literal
 
 from tewatch.store.models import Commit, Run
 
@@ -20,7 +21,7 @@ def commit_order_columns() -> tuple[ColumnElement, ColumnElement]:
             func.coalesce(Run.started_at, Run.uploaded_at))
 
 
-def newest_commit_first(run_id: ColumnElement) -> tuple[ColumnElement, ...]:
+def newest_commit_first(run_id: SQLColumnExpression[Any]) -> tuple[ColumnElement, ...]:
     """ORDER BY terms, newest commit first."""
     committed, started = commit_order_columns()
     return committed.desc(), started.desc(), run_id.desc()

@@ -192,7 +192,8 @@ def _outcome(ranks: list[RankResult], timed_out: bool, wall: float, deadline_s: 
                              message=f"rank {first.rank} exited with status {first.exitcode} without a report")
     raised = [r for r in ranks if r.error is not None]
     if raised:
-        first = min(raised, key=lambda r: r.error.get("at", 0.0))  # the cause, not the echoes
+        first = min(raised, key=lambda r: (r.error or {}).get("at", 0.0))  # the cause, not the echoes
+        assert first.error is not None
         return LaunchOutcome("error", ranks, wall, failed_rank=first.rank,
                              message=f"rank {first.rank}: {first.error['exception_class']}: {first.error['message']}")
     if timed_out:

@@ -67,7 +67,7 @@ def case_checks(scenario: Scenario, reports: list[dict[str, Any]]) -> list[Check
     if scenario.mode != "eager":
         diffs = [r["compiled_max_abs_diff"] for r in reports]
         per_rank = [max(d.values(), key=_nan_last) for d in diffs]
-        worst_tensor = [max(d, key=lambda t, d=d: _nan_last(d[t])) for d in diffs]
+        worst_tensor = [max(d.items(), key=lambda item: _nan_last(item[1]))[0] for d in diffs]
         checks.append(_threshold("compiled_vs_eager", "max_abs_diff", per_rank, 0.0,
                                  f"{scenario.mode} vs eager, largest in {', '.join(sorted(set(worst_tensor)))}"))
     tol = tolerance(scenario)
