@@ -54,15 +54,21 @@ ODD_SHAPES = ["256x256", "256x272", "100x256", "128x130"]
 
 
 def _tolerance(quantizer: str) -> float:
-    return TOLERANCE["nvfp4" if quantizer_recipe(quantizer) == "nvfp4" else "mxfp8" if quantizer == "mxfp8" else "fp8"]
+    return TOLERANCE[
+        "nvfp4" if quantizer_recipe(quantizer) == "nvfp4" else "mxfp8" if quantizer == "mxfp8" else "fp8"
+    ]
 
 
 class _QuantizerCheck(Case):
     one_shot = True
 
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
-        return {"backend": quantizer_backend(p["quantizer"]), "recipe": quantizer_recipe(p["quantizer"]),
-                "variant": p["quantizer"], "op": self.op}
+        return {
+            "backend": quantizer_backend(p["quantizer"]),
+            "recipe": quantizer_recipe(p["quantizer"]),
+            "variant": p["quantizer"],
+            "op": self.op,
+        }
 
 
 def _device(quantizer: str, profile: Profile) -> str:
@@ -107,9 +113,16 @@ class Determinism(_QuantizerCheck):
         first, _ = _quantize(quantizer, x)
         second, _ = _quantize(quantizer, x)
         differing = differing_buffers(first, second)
-        self.record.add(records.Check(
-            check="determinism", status="fail_accuracy" if differing else "pass", metric="differing_buffers",
-            value=float(len(differing)), tolerance=0.0, details={"differing": differing} if differing else None))
+        self.record.add(
+            records.Check(
+                check="determinism",
+                status="fail_accuracy" if differing else "pass",
+                metric="differing_buffers",
+                value=float(len(differing)),
+                tolerance=0.0,
+                details={"differing": differing} if differing else None,
+            )
+        )
         return Prepared(fn=lambda: _quantize(quantizer, x), device=device)
 
 
@@ -133,16 +146,30 @@ class OddShapes(_QuantizerCheck):
         try:
             _, values = _quantize(quantizer, x)
         except (ValueError, RuntimeError, AssertionError, TypeError, NotImplementedError) as exc:
-            self.record.add(records.Check(check="odd_shape", status="pass",
-                                          details={"refused": f"{type(exc).__name__}: {exc}"[:500]}))
+            self.record.add(
+                records.Check(
+                    check="odd_shape",
+                    status="pass",
+                    details={"refused": f"{type(exc).__name__}: {exc}"[:500]},
+                )
+            )
             return Prepared(fn=lambda: None, device="cpu")
         if tuple(values.shape) != tuple(shape):
-            self.record.add(records.Check(
-                check="odd_shape", status="fail_accuracy", metric="shape", tolerance=0.0,
-                message=f"quantized {tuple(shape)}, dequantized to {tuple(values.shape)}"))
+            self.record.add(
+                records.Check(
+                    check="odd_shape",
+                    status="fail_accuracy",
+                    metric="shape",
+                    tolerance=0.0,
+                    message=f"quantized {tuple(shape)}, dequantized to {tuple(values.shape)}",
+                )
+            )
         else:
-            self.record.add(records.compare("odd_shape", "rel_l2", relative_error(values, x.float()),
-                                            _tolerance(quantizer)))
+            self.record.add(
+                records.compare(
+                    "odd_shape", "rel_l2", relative_error(values, x.float()), _tolerance(quantizer)
+                )
+            )
         return Prepared(fn=lambda: _quantize(quantizer, x), device=device)
 
 
@@ -190,10 +217,16 @@ if _TE:
                     tensor = quantizer(old)
                     update(tensor)
                     differing = differing_buffers(te_ops.valid_buffers(tensor), expected)
-                    self.record.add(records.Check(
-                        check=name, status="fail_accuracy" if differing else "pass", metric="differing_buffers",
-                        value=float(len(differing)), tolerance=0.0,
-                        details={"differing": differing} if differing else None))
+                    self.record.add(
+                        records.Check(
+                            check=name,
+                            status="fail_accuracy" if differing else "pass",
+                            metric="differing_buffers",
+                            value=float(len(differing)),
+                            tolerance=0.0,
+                            details={"differing": differing} if differing else None,
+                        )
+                    )
             target = quantizer(old)
             return Prepared(fn=lambda: target.quantize_(new), device="cuda")
 
@@ -248,7 +281,8 @@ if _TE:
 
 
 LINEAR_RECIPES = (["bf16", "fp8-delayed", "fp8-current", "fp8-block", "mxfp8", "nvfp4"] if _TE else []) + (
-    ["torch-ref"] if _TORCH_REF else [])
+    ["torch-ref"] if _TORCH_REF else []
+)
 SEQUENCES = ["train-eval-train", "dynamic-sequence"]
 
 
@@ -263,8 +297,14 @@ class CompileSequence(Case):
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
         backend = "torch-ref" if p["recipe"] == "torch-ref" else "te"
         # no mode or rank label: the compile-vs-eager grid is LinearFwdBwd's
-        return {"backend": backend, "recipe": p["recipe"], "compile_mode": "default", "input_rank": 3,
-                "sequence": p["sequence"], "op": self.op}
+        return {
+            "backend": backend,
+            "recipe": p["recipe"],
+            "compile_mode": "default",
+            "input_rank": 3,
+            "sequence": p["sequence"],
+            "op": self.op,
+        }
 
     def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:
         return ("torch-ref", "nvfp4") if p["recipe"] == "torch-ref" else ("te", p["recipe"])
@@ -319,6 +359,7 @@ def _steps(sequence: str, profile: Profile, device: str) -> list[tuple[str, Any]
             if dynamic:
                 torch._dynamo.mark_dynamic(x, 1)
             return fwd_bwd(module, forward, x, dy)
+
         return step
 
     def evaluate(seq: int) -> Any:
@@ -328,6 +369,7 @@ def _steps(sequence: str, profile: Profile, device: str) -> list[tuple[str, Any]
                 out = forward(inputs(seq)[0]).detach().clone()
             module.train()
             return (out,)
+
         return step
 
     half = tokens // 2
@@ -357,8 +399,14 @@ class CompiledLayer(Case):
 
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
         backend = "torch-ref" if p["recipe"] == "torch-ref" else "te"
-        return {"backend": backend, "recipe": p["recipe"], "compile_mode": "default", "input_rank": 3,
-                "layer": p["layer"], "op": self.op}
+        return {
+            "backend": backend,
+            "recipe": p["recipe"],
+            "compile_mode": "default",
+            "input_rank": 3,
+            "layer": p["layer"],
+            "op": self.op,
+        }
 
     def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:
         return ("torch-ref", "nvfp4") if p["recipe"] == "torch-ref" else ("te", p["recipe"])
@@ -392,16 +440,29 @@ class CompiledLayer(Case):
                 _update_in_place(eager, compiled)
             got, want = step(compiled, compiled_forward), step(eager, eager)
             if got.keys() != want.keys():
-                raise AssertionError(f"compiled and eager gradients differ in which weights they reach: "
-                                     f"{sorted(got.keys() ^ want.keys())}")
-            errors = {k: relative_error(got[k], want[k]) if got[k].shape == want[k].shape else math.inf
-                      for k in want}
+                raise AssertionError(
+                    f"compiled and eager gradients differ in which weights they reach: "
+                    f"{sorted(got.keys() ^ want.keys())}"
+                )
+            errors = {
+                k: relative_error(got[k], want[k]) if got[k].shape == want[k].shape else math.inf
+                for k in want
+            }
             worst = max(errors, key=lambda k: errors[k])
-            exact = sorted(k for k in want if got[k].shape == want[k].shape
-                           and max_abs_difference(got[k], want[k]) == 0)
-            self.record.add(records.compare(f"compiled_vs_eager_{name}", "relative_error", errors[worst],
-                                            LAYER_TOLERANCE, worst=worst, bit_for_bit=len(exact),
-                                            tensors=len(want)))
+            exact = sorted(
+                k for k in want if got[k].shape == want[k].shape and max_abs_difference(got[k], want[k]) == 0
+            )
+            self.record.add(
+                records.compare(
+                    f"compiled_vs_eager_{name}",
+                    "relative_error",
+                    errors[worst],
+                    LAYER_TOLERANCE,
+                    worst=worst,
+                    bit_for_bit=len(exact),
+                    tensors=len(want),
+                )
+            )
         return Prepared(fn=lambda: step(compiled, compiled_forward), device=profile.device)
 
 
@@ -439,9 +500,16 @@ def _layer_builders(recipe: str, layer: str, profile: Profile) -> tuple[Any, Any
         common = {"params_dtype": torch.bfloat16, "device": "cuda"}
         if layer == "LayerNormMLP":
             return te.LayerNormMLP(hidden, 4 * hidden, bias=False, **common)
-        return te.TransformerLayer(hidden, 4 * hidden, max(hidden // 64, 1), hidden_dropout=0.0,
-                                   attention_dropout=0.0, self_attn_mask_type="causal",
-                                   attn_input_format="bshd", **common)
+        return te.TransformerLayer(
+            hidden,
+            4 * hidden,
+            max(hidden // 64, 1),
+            hidden_dropout=0.0,
+            attention_dropout=0.0,
+            self_attn_mask_type="causal",
+            attn_input_format="bshd",
+            **common,
+        )
 
     def autocast() -> Any:
         return te.autocast(enabled=te_recipe is not None, recipe=te_recipe)
@@ -460,8 +528,15 @@ def _update_in_place(*layers: Any) -> None:
                 w.add_(torch.randn_like(w) * (0.1 * w.float().std().nan_to_num(0.0).item() + 0.01))
 
 
-_KEPT = {"Determinism": bool(QUANTIZERS), "OddShapes": bool(QUANTIZERS), "CpuOps": _TE, "NdUpdate": _TE,
-         "DcpRoundTrip": _TE, "CompileSequence": bool(LINEAR_RECIPES), "CompiledLayer": bool(LINEAR_RECIPES)}
+_KEPT = {
+    "Determinism": bool(QUANTIZERS),
+    "OddShapes": bool(QUANTIZERS),
+    "CpuOps": _TE,
+    "NdUpdate": _TE,
+    "DcpRoundTrip": _TE,
+    "CompileSequence": bool(LINEAR_RECIPES),
+    "CompiledLayer": bool(LINEAR_RECIPES),
+}
 for _name, _kept in _KEPT.items():  # asv discovers the classes left in the module
     if _name in globals() and (not _kept or _name not in _PROFILE.general_checks):
         del globals()[_name]

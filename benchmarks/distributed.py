@@ -34,7 +34,11 @@ class LaunchFailed(RuntimeError):
 class LinearTensorParallel:
     param_names: ClassVar[list[str]] = ["recipe", "world_size", "parallel", "sequence_parallel", "mode"]
     params: ClassVar[list[list[Any]]] = [
-        [r for r, b in BACKEND_OF.items() if b in selected_backends() and (r != "torch-ref" or _DIST.torch_ref_modes)],
+        [
+            r
+            for r, b in BACKEND_OF.items()
+            if b in selected_backends() and (r != "torch-ref" or _DIST.torch_ref_modes)
+        ],
         list(_DIST.world_sizes),
         _DIST.parallel_values,
         _DIST.sequence_parallel_values,
@@ -62,13 +66,27 @@ class LinearTensorParallel:
         if reason:
             self._finish(records.Check(check="capability", status="unsupported", reason=reason))
             raise NotImplementedError(reason)
-        scenario = Scenario(backend=backend, recipe=recipe, parallel_mode=parallel,
-                            sequence_parallel=sequence_parallel, mode=mode, world_size=world_size,
-                            device=device, shape=_DIST.shape, out_features=_DIST.out_features,
-                            timing=_DIST.timing)
+        scenario = Scenario(
+            backend=backend,
+            recipe=recipe,
+            parallel_mode=parallel,
+            sequence_parallel=sequence_parallel,
+            mode=mode,
+            world_size=world_size,
+            device=device,
+            shape=_DIST.shape,
+            out_features=_DIST.out_features,
+            timing=_DIST.timing,
+        )
         try:
-            outcome = launch(run_scenario, scenario, world_size, device, deadline_s=_DIST.deadline_s,
-                             collective_timeout_s=_DIST.deadline_s + 60)
+            outcome = launch(
+                run_scenario,
+                scenario,
+                world_size,
+                device,
+                deadline_s=_DIST.deadline_s,
+                collective_timeout_s=_DIST.deadline_s + 60,
+            )
         except Exception as exc:
             self._finish(records.from_exception("launch", exc))
             raise
@@ -94,8 +112,13 @@ class LinearTensorParallel:
 
 def labels(p: dict[str, Any], device: str) -> dict[str, Any]:
     return {
-        "backend": BACKEND_OF[p["recipe"]], "recipe": p["recipe"], "mode": p["mode"], "rank": INPUT_RANK,
-        "op": "linear_tp", "world_size": p["world_size"], "parallel_mode": p["parallel"],
+        "backend": BACKEND_OF[p["recipe"]],
+        "recipe": p["recipe"],
+        "mode": p["mode"],
+        "rank": INPUT_RANK,
+        "op": "linear_tp",
+        "world_size": p["world_size"],
+        "parallel_mode": p["parallel"],
         "sequence_parallel": p["sequence_parallel"],
         "interconnect": topology.interconnect(p["world_size"], device),
     }

@@ -113,9 +113,15 @@ def make_templates() -> Jinja2Templates:
     env.trim_blocks = True
     env.lstrip_blocks = True
     env.filters.update(
-        value=format_value, ratio=format_ratio, effect=format_effect, when=format_time, sha=short_sha,
+        value=format_value,
+        ratio=format_ratio,
+        effect=format_effect,
+        when=format_time,
+        sha=short_sha,
         commit_text=commit_text,
-        status_class=css_class, noise_source=describe_noise_source, breakable=breakable,
+        status_class=css_class,
+        noise_source=describe_noise_source,
+        breakable=breakable,
     )
     env.globals.update(query_string=query_string, static=static_url, is_version_stand_in=is_version_stand_in)
     return templates

@@ -56,7 +56,9 @@ def main(argv: list[str]) -> int:
     files = {m.split(":", 1)[0] for m in errors}
     checked = len(sources) + len(installed_sources())
     if errors:
-        print(f"Found {_count(len(errors), 'error')} in {_count(len(files), 'file')} (checked {checked} source files)")
+        print(
+            f"Found {_count(len(errors), 'error')} in {_count(len(files), 'file')} (checked {checked} source files)"
+        )
         return 1
     print(f"Success: no issues found in {checked} source files")
     return 0

@@ -48,11 +48,16 @@ LONG_SPAN_MAX_SAMPLES = 1000
 
 
 def sample_plan(profile: Profile, prepared: Prepared) -> TimingPlan:
-    plan = TimingPlan(budget_s=profile.sample_budget_s, min_samples=profile.min_samples,
-                      max_samples=profile.max_samples, flush_l2=prepared.flush_l2)
+    plan = TimingPlan(
+        budget_s=profile.sample_budget_s,
+        min_samples=profile.min_samples,
+        max_samples=profile.max_samples,
+        flush_l2=prepared.flush_l2,
+    )
     if prepared.sample_seconds:
-        return replace(plan, budget_s=max(plan.budget_s, prepared.sample_seconds),
-                       max_samples=LONG_SPAN_MAX_SAMPLES)
+        return replace(
+            plan, budget_s=max(plan.budget_s, prepared.sample_seconds), max_samples=LONG_SPAN_MAX_SAMPLES
+        )
     return plan
 
 

@@ -62,8 +62,10 @@ def requested() -> set[str]:
     names = {n.strip() for n in os.environ.get(ENV, "").split(",") if n.strip()}
     unknown = names - set(TORCH_REF) - set(TE)
     if unknown:
-        raise ValueError(f"{ENV} names unknown perturbations: {', '.join(sorted(unknown))}; "
-                         f"known: {', '.join(sorted(set(TORCH_REF) | set(TE)))}")
+        raise ValueError(
+            f"{ENV} names unknown perturbations: {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(set(TORCH_REF) | set(TE)))}"
+        )
     return names
 
 
@@ -132,8 +134,9 @@ def _shape_key(args: tuple, kwargs: dict) -> Hashable:
     return tuple(tuple(getattr(a, "shape", ())) for a in (*args, *kwargs.values()))
 
 
-def slower_by(name: str, original: Callable, fraction: float,
-              clock_factory: Callable[[], Any] = _default_clock) -> Callable:
+def slower_by(
+    name: str, original: Callable, fraction: float, clock_factory: Callable[[], Any] = _default_clock
+) -> Callable:
     """`original`, taking `fraction` longer: the first CALIBRATION_CALLS calls of each input shape measure
     it (the fastest of those after COLD_CALLS: the first calls of a case are its checks and warm-up, two
     to three times slower on an H200), every call after them is followed by a delay of that share."""
@@ -188,8 +191,9 @@ def _nondeterministic(emu: Any) -> None:
         original = getattr(emu, name)
         calls: Counter[str] = Counter()
 
-        def flipping(x: Any, *args: Any, _original: Callable = original, _calls: Counter = calls,
-                     **kwargs: Any) -> Any:
+        def flipping(
+            x: Any, *args: Any, _original: Callable = original, _calls: Counter = calls, **kwargs: Any
+        ) -> Any:
             touched["torchref-nondeterministic"] += 1
             q = _original(x, *args, **kwargs)
             _calls["n"] += 1
@@ -332,8 +336,9 @@ def _fp8_current_extra_pass(te: Any) -> None:
     for method in ("quantize_impl", "update_quantized"):
         original = getattr(cls, method)
 
-        def with_extra_pass(self: Any, tensor: Any, *args: Any, _original: Callable = original,
-                            **kwargs: Any) -> Any:
+        def with_extra_pass(
+            self: Any, tensor: Any, *args: Any, _original: Callable = original, **kwargs: Any
+        ) -> Any:
             touched["fp8-current-extra-pass"] += 1
             tensor.abs().amax()  # the redundant read of the input
             return _original(self, tensor, *args, **kwargs)

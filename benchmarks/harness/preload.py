@@ -65,5 +65,7 @@ def fork_check(with_te: bool) -> dict[str, Any]:
     code = os.waitstatus_to_exitcode(status)
     if code == 0:
         return {"safe": True, "reason": "a child forked after the imports ran a CUDA kernel"}
-    return {"safe": False, "reason": f"a child forked after the imports could not run a CUDA kernel "
-                                     f"(exit code {code})"}
+    return {
+        "safe": False,
+        "reason": f"a child forked after the imports could not run a CUDA kernel (exit code {code})",
+    }

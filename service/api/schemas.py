@@ -36,8 +36,13 @@ class BusyAnswer(BaseModel):
 Responses = dict[int | str, dict[str, Any]]
 
 NOT_FOUND: Responses = {404: {"model": ErrorAnswer, "description": "nothing of that id"}}
-BUSY: Responses = {503: {"model": BusyAnswer, "description": "the store was busy: nothing was stored, try again after "
-                                                  "the answer's Retry-After (seconds)"}}
+BUSY: Responses = {
+    503: {
+        "model": BusyAnswer,
+        "description": "the store was busy: nothing was stored, try again after "
+        "the answer's Retry-After (seconds)",
+    }
+}
 
 
 class RunSummary(BaseModel):

@@ -42,6 +42,10 @@ def archive_series(archive: Path, env_name: str, benchmarks: list[str]) -> dict[
     found = {}
     for name, by_commit in runs.items():
         order = sorted(by_commit)
-        values = [np.nanmedian(by_commit[key]) if np.isfinite(by_commit[key]).any() else np.nan for key in order]
-        found[name] = ArchiveSeries(name, env_name, [sha for _, sha in order], np.asarray(values, dtype=float))
+        values = [
+            np.nanmedian(by_commit[key]) if np.isfinite(by_commit[key]).any() else np.nan for key in order
+        ]
+        found[name] = ArchiveSeries(
+            name, env_name, [sha for _, sha in order], np.asarray(values, dtype=float)
+        )
     return found

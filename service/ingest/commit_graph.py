@@ -31,8 +31,9 @@ def graph_order(
         place = datetime.fromtimestamp(committed, tz=UTC)
         for parent in parents:
             if index.get(parent, -1) > i:
-                raise IngestError(f"commit {sha} comes before its parent {parent}: send parents first",
-                                  field="commits")
+                raise IngestError(
+                    f"commit {sha} comes before its parent {parent}: send parents first", field="commits"
+                )
             before = places.get(parent) or known.get(parent)
             if before is not None:
                 place = max(place, before + TICK)
@@ -47,8 +48,13 @@ def store_graph(conn: Connection, repo: str, commits: Sequence[tuple[str, int, l
     known: dict[str, Any] = {}
     ordered = sorted(parents)
     for start in range(0, len(ordered), CHUNK):
-        known.update(conn.execute(select(CommitGraph.sha, CommitGraph.ordered_at).where(
-            CommitGraph.repo == repo, CommitGraph.sha.in_(ordered[start : start + CHUNK]))).all())
+        known.update(
+            conn.execute(
+                select(CommitGraph.sha, CommitGraph.ordered_at).where(
+                    CommitGraph.repo == repo, CommitGraph.sha.in_(ordered[start : start + CHUNK])
+                )
+            ).all()
+        )
     places = graph_order(commits, {sha: _aware(at) for sha, at in known.items()})
     insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
     rows = [{"repo": repo, "sha": sha, "parents": ps, "ordered_at": places[sha]} for sha, _, ps in commits]
@@ -61,9 +67,15 @@ def store_graph(conn: Connection, repo: str, commits: Sequence[tuple[str, int, l
         conn.execute(statement)
     placed = conn.execute(
         update(Commit)
-        .where(Commit.repo == repo, exists().where(CommitGraph.repo == Commit.repo, CommitGraph.sha == Commit.sha))
-        .values(ordered_at=select(CommitGraph.ordered_at)
-                .where(CommitGraph.repo == Commit.repo, CommitGraph.sha == Commit.sha).scalar_subquery())
+        .where(
+            Commit.repo == repo,
+            exists().where(CommitGraph.repo == Commit.repo, CommitGraph.sha == Commit.sha),
+        )
+        .values(
+            ordered_at=select(CommitGraph.ordered_at)
+            .where(CommitGraph.repo == Commit.repo, CommitGraph.sha == Commit.sha)
+            .scalar_subquery()
+        )
     ).rowcount
     rebuild_latest_verdicts(conn)
     return placed
@@ -74,8 +86,11 @@ def place_commit(conn: Connection, commit_id: int) -> None:
     conn.execute(
         update(Commit)
         .where(Commit.id == commit_id, Commit.ordered_at.is_(None))
-        .values(ordered_at=select(CommitGraph.ordered_at)
-                .where(CommitGraph.repo == Commit.repo, CommitGraph.sha == Commit.sha).scalar_subquery())
+        .values(
+            ordered_at=select(CommitGraph.ordered_at)
+            .where(CommitGraph.repo == Commit.repo, CommitGraph.sha == Commit.sha)
+            .scalar_subquery()
+        )
     )
 
 

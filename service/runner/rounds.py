@@ -46,11 +46,17 @@ class _Side:
     sizes: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     lost: set[tuple[str, str]] = field(default_factory=set)  # series whose stored samples asv replaced
     records: dict[str, dict[str, Any]] = field(default_factory=dict)  # case id -> merged record
-    combinations: list[_Combination] = field(default_factory=list)  # of the side's results after the last round
+    combinations: list[_Combination] = field(
+        default_factory=list
+    )  # of the side's results after the last round
 
 
-def run_ab(sides: list[tuple[str, RunOptions]], rounds: int, deadline_s: float | None = None,
-           say: Callable[[str], None] = lambda text: None) -> AbOutcome:
+def run_ab(
+    sides: list[tuple[str, RunOptions]],
+    rounds: int,
+    deadline_s: float | None = None,
+    say: Callable[[str], None] = lambda text: None,
+) -> AbOutcome:
     """Measure every side in `rounds` interleaved rounds, in the given order each round. The first side
     is the base, the others heads compared with it (a head of the base's own code is an A/A). With
     `deadline_s`, no round starts that the last one's duration says would end past it (round 1 always
@@ -93,8 +99,10 @@ def run_ab(sides: list[tuple[str, RunOptions]], rounds: int, deadline_s: float |
 def _run_round(side: _Side, index: int, timed: str | None) -> None:
     options = side.options if index == 1 else replace(side.options, bench=timed, append_samples=True)
     outcome = run_suite(options)
-    side.combinations = _combinations(results.load(outcome.results_file),
-                                      results.load(outcome.results_file.parent.parent / "benchmarks.json"))
+    side.combinations = _combinations(
+        results.load(outcome.results_file),
+        results.load(outcome.results_file.parent.parent / "benchmarks.json"),
+    )
     for c in side.combinations:
         sizes = side.sizes.setdefault((c.benchmark, c.case_id), [0] * (index - 1))
         sizes.append(len(c.samples or []) - sum(sizes))
@@ -162,8 +170,10 @@ def _combinations(data: dict[str, Any], benchmarks: dict[str, Any]) -> list[_Com
         combos = list(itertools.product(*(row[columns.index("params")] or [])))
         values = row[columns.index("result")] or [None] * len(combos)
         samples = (row[columns.index("samples")] if "samples" in columns else None) or [None] * len(combos)
-        found += [_Combination(name, combo, value, sample, next(cases).case_id)
-                  for combo, value, sample in zip(combos, values, samples, strict=False)]
+        found += [
+            _Combination(name, combo, value, sample, next(cases).case_id)
+            for combo, value, sample in zip(combos, values, samples, strict=False)
+        ]
     return found
 
 

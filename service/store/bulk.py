@@ -84,7 +84,10 @@ def _copy(conn: Connection, table: Table, columns: Sequence[str], rows: list[Seq
     oids = [TEXT_OID if type_oids[c] == JSON_OID else type_oids[c] for c in columns]
     target = f"{table_name} ({', '.join(preparer.quote(c) for c in columns)})"
     driver_connection = conn.connection.driver_connection
-    with driver_connection.cursor() as cursor, cursor.copy(f"COPY {target} FROM STDIN (FORMAT BINARY)") as copy:
+    with (
+        driver_connection.cursor() as cursor,
+        cursor.copy(f"COPY {target} FROM STDIN (FORMAT BINARY)") as copy,
+    ):
         copy.set_types(oids)
         for row in rows:
             copy.write_row(row)

@@ -17,8 +17,10 @@ NO_DATE = datetime(1970, 1, 1, tzinfo=UTC)
 def commit_order_columns() -> tuple[ColumnElement, ColumnElement]:
     """(commit date, run start) of a run, never null; with the run id, its place in commit order. The
     query joins Run and Commit."""
-    return (func.coalesce(Commit.ordered_at, Commit.committed_at, literal(NO_DATE, DateTime(timezone=True))),
-            func.coalesce(Run.started_at, Run.uploaded_at))
+    return (
+        func.coalesce(Commit.ordered_at, Commit.committed_at, literal(NO_DATE, DateTime(timezone=True))),
+        func.coalesce(Run.started_at, Run.uploaded_at),
+    )
 
 
 def newest_commit_first(run_id: SQLColumnExpression[Any]) -> tuple[ColumnElement, ...]:

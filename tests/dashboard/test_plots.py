@@ -11,9 +11,19 @@ from tewatch.dashboards.queries import SeriesHeader, SeriesPoint
 from tewatch.dashboards.series_chart import ChartData, PrOverlay, commit_label
 from tewatch.runner.commit import version_hash
 
-HEADER = SeriesHeader(series_id=1, benchmark="contracts.CheckpointParity.track_seconds", unit="seconds",
-                      higher_is_better=False, case_id=1, case_name="contracts.CheckpointParity", params={},
-                      gpu_model="NVIDIA H200", compute_capability="9.0", backend="te", recipe="nvfp4")
+HEADER = SeriesHeader(
+    series_id=1,
+    benchmark="contracts.CheckpointParity.track_seconds",
+    unit="seconds",
+    higher_is_better=False,
+    case_id=1,
+    case_name="contracts.CheckpointParity",
+    params={},
+    gpu_model="NVIDIA H200",
+    compute_capability="9.0",
+    backend="te",
+    recipe="nvfp4",
+)
 
 
 def sha_of(i: int) -> str:
@@ -21,10 +31,21 @@ def sha_of(i: int) -> str:
 
 
 def point(i: int, value: float | None, verdict: str = "pass", sha: str = "") -> SeriesPoint:
-    return SeriesPoint(run_id=i + 1, sha=sha or sha_of(i), at=datetime(2026, 11, 30, tzinfo=UTC),
-                       status="ok" if value is not None else "failed", value=value, q_25=value, q_75=value,
-                       samples=[value] if value is not None else [], verdict=verdict, exception_class=None,
-                       environment_id=1, machine_id=1, gpu_state={})
+    return SeriesPoint(
+        run_id=i + 1,
+        sha=sha or sha_of(i),
+        at=datetime(2026, 11, 30, tzinfo=UTC),
+        status="ok" if value is not None else "failed",
+        value=value,
+        q_25=value,
+        q_75=value,
+        samples=[value] if value is not None else [],
+        verdict=verdict,
+        exception_class=None,
+        environment_id=1,
+        machine_id=1,
+        gpu_state={},
+    )
 
 
 def chart_of(points: list[SeriesPoint], te_version: str = "") -> ChartData:
@@ -43,8 +64,11 @@ def test_commit_labels_name_the_sha_and_the_te_version() -> None:
 def test_the_x_axis_names_the_commits() -> None:
     points = [point(0, 0.050, sha=version_hash("2.20.2")), point(1, 0.045), point(2, 0.053)]
     ax = draw_series(chart_of(points, "2.20.2")).axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["TE 2.20.2", f"{sha_of(1)[:7]}\nTE 2.20.2",
-                                                           f"{sha_of(2)[:7]}\nTE 2.20.2"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "TE 2.20.2",
+        f"{sha_of(1)[:7]}\nTE 2.20.2",
+        f"{sha_of(2)[:7]}\nTE 2.20.2",
+    ]
     assert list(ax.get_xticks()) == [0, 1, 2]
     assert ax.get_xlabel() == "commit (oldest → newest)"
     svg = render_series_svg(chart_of(points, "2.20.2"))

@@ -38,7 +38,7 @@ def parse_topology(text: str) -> dict[tuple[int, int], str]:
             break
         columns.append(token)
     links: dict[tuple[int, int], str] = {}
-    for cells in rows[start + 1:]:
+    for cells in rows[start + 1 :]:
         if not cells or not re.fullmatch(r"GPU\d+", cells[0]):
             continue
         if len(cells) < 1 + len(columns):
@@ -94,7 +94,9 @@ def interconnect(world_size: int, device: str, timeout_s: float = 30.0) -> str:
     if smi is None:
         return UNKNOWN
     try:
-        proc = subprocess.run([smi, "topo", "-m"], check=False, capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(
+            [smi, "topo", "-m"], check=False, capture_output=True, text=True, timeout=timeout_s
+        )
         if proc.returncode != 0:
             return UNKNOWN
         return slowest_link(parse_topology(proc.stdout), visible_gpu_indices(world_size))

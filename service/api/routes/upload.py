@@ -23,7 +23,11 @@ REFUSED_OR_MALFORMED: dict[str, Any] = {
         {"$ref": "#/components/schemas/ErrorAnswer"}, {"$ref": "#/components/schemas/HTTPValidationError"},
     ]}}},
 }  # fmt: skip
-ERRORS: Responses = {**{code: {"model": ErrorAnswer} for code in (400, 401, 413, 415)}, 422: REFUSED_OR_MALFORMED, **BUSY}
+ERRORS: Responses = {
+    **{code: {"model": ErrorAnswer} for code in (400, 401, 413, 415)},
+    422: REFUSED_OR_MALFORMED,
+    **BUSY,
+}
 
 
 @router.post(
@@ -59,7 +63,10 @@ ERRORS: Responses = {**{code: {"model": ErrorAnswer} for code in (400, 401, 413,
     },
 )
 async def upload_run(
-    request: Request, response: Response, background: BackgroundTasks, _: Annotated[None, Depends(require_token)],
+    request: Request,
+    response: Response,
+    background: BackgroundTasks,
+    _: Annotated[None, Depends(require_token)],
     detect: Literal["now", "later"] = "now",
 ) -> UploadAnswer:
     """Store what one `asv run` left behind (see docs/records.md). The same upload twice answers 200
