@@ -56,15 +56,21 @@ ODD_SHAPES = ["256x256", "256x272", "100x256", "128x130"]
 
 
 def _tolerance(quantizer: str) -> float:
-    return TOLERANCE["nvfp4" if quantizer_recipe(quantizer) == "nvfp4" else "mxfp8" if quantizer == "mxfp8" else "fp8"]
+    return TOLERANCE[
+        "nvfp4" if quantizer_recipe(quantizer) == "nvfp4" else "mxfp8" if quantizer == "mxfp8" else "fp8"
+    ]
 
 
 class _QuantizerCheck(Case):
     one_shot = True
 
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
-        return {"backend": quantizer_backend(p["quantizer"]), "recipe": quantizer_recipe(p["quantizer"]),
-                "variant": p["quantizer"], "op": self.op}
+        return {
+            "backend": quantizer_backend(p["quantizer"]),
+            "recipe": quantizer_recipe(p["quantizer"]),
+            "variant": p["quantizer"],
+            "op": self.op,
+        }
 
 
 def _device(quantizer: str, profile: Profile) -> str:
@@ -109,9 +115,16 @@ class Determinism(_QuantizerCheck):
         first, _ = _quantize(quantizer, x)
         second, _ = _quantize(quantizer, x)
         differing = differing_buffers(first, second)
-        self.record.add(records.Check(
-            check="determinism", status="fail_accuracy" if differing else "pass", metric="differing_buffers",
-            value=float(len(differing)), tolerance=0.0, details={"differing": differing} if differing else None))
+        self.record.add(
+            records.Check(
+                check="determinism",
+                status="fail_accuracy" if differing else "pass",
+                metric="differing_buffers",
+                value=float(len(differing)),
+                tolerance=0.0,
+                details={"differing": differing} if differing else None,
+            )
+        )
         return Prepared(fn=lambda: _quantize(quantizer, x), device=device)
 
 
@@ -122,7 +135,7 @@ class OddShapes(_QuantizerCheck):
     main_check = "odd_shape"
 
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
-        rows, cols = parse_shape(p["shape"])
+        _rows, cols = parse_shape(p["shape"])
         return {**super().labels(p), "rank": 2, "shape": p["shape"], "k_mod_128": cols % 128}
 
     def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
@@ -135,16 +148,30 @@ class OddShapes(_QuantizerCheck):
         try:
             _, values = _quantize(quantizer, x)
         except (ValueError, RuntimeError, AssertionError, TypeError, NotImplementedError) as exc:
-            self.record.add(records.Check(check="odd_shape", status="pass",
-                                          details={"refused": f"{type(exc).__name__}: {exc}"[:500]}))
+            self.record.add(
+                records.Check(
+                    check="odd_shape",
+                    status="pass",
+                    details={"refused": f"{type(exc).__name__}: {exc}"[:500]},
+                )
+            )
             return Prepared(fn=lambda: None, device="cpu")
         if tuple(values.shape) != tuple(shape):
-            self.record.add(records.Check(
-                check="odd_shape", status="fail_accuracy", metric="shape", tolerance=0.0,
-                message=f"quantized {tuple(shape)}, dequantized to {tuple(values.shape)}"))
+            self.record.add(
+                records.Check(
+                    check="odd_shape",
+                    status="fail_accuracy",
+                    metric="shape",
+                    tolerance=0.0,
+                    message=f"quantized {tuple(shape)}, dequantized to {tuple(values.shape)}",
+                )
+            )
         else:
-            self.record.add(records.compare("odd_shape", "rel_l2", relative_error(values, x.float()),
-                                            _tolerance(quantizer)))
+            self.record.add(
+                records.compare(
+                    "odd_shape", "rel_l2", relative_error(values, x.float()), _tolerance(quantizer)
+                )
+            )
         return Prepared(fn=lambda: _quantize(quantizer, x), device=device)
 
 
@@ -192,10 +219,16 @@ if _TE:
                     tensor = quantizer(old)
                     update(tensor)
                     differing = differing_buffers(te_ops.valid_buffers(tensor), expected)
-                    self.record.add(records.Check(
-                        check=name, status="fail_accuracy" if differing else "pass", metric="differing_buffers",
-                        value=float(len(differing)), tolerance=0.0,
-                        details={"differing": differing} if differing else None))
+                    self.record.add(
+                        records.Check(
+                            check=name,
+                            status="fail_accuracy" if differing else "pass",
+                            metric="differing_buffers",
+                            value=float(len(differing)),
+                            tolerance=0.0,
+                            details={"differing": differing} if differing else None,
+                        )
+                    )
             target = quantizer(old)
             return Prepared(fn=lambda: target.quantize_(new), device="cuda")
 
@@ -250,7 +283,8 @@ if _TE:
 
 
 LINEAR_RECIPES = (["bf16", "fp8-delayed", "fp8-current", "fp8-block", "mxfp8", "nvfp4"] if _TE else []) + (
-    ["torch-ref"] if _TORCH_REF else [])
+    ["torch-ref"] if _TORCH_REF else []
+)
 SEQUENCES = ["train-eval-train", "dynamic-sequence"]
 
 
@@ -265,8 +299,14 @@ class CompileSequence(Case):
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
         backend = "torch-ref" if p["recipe"] == "torch-ref" else "te"
         # no mode or rank label: the compile-vs-eager grid is LinearFwdBwd's
-        return {"backend": backend, "recipe": p["recipe"], "compile_mode": "default", "input_rank": 3,
-                "sequence": p["sequence"], "op": self.op}
+        return {
+            "backend": backend,
+            "recipe": p["recipe"],
+            "compile_mode": "default",
+            "input_rank": 3,
+            "sequence": p["sequence"],
+            "op": self.op,
+        }
 
     def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:
         return ("torch-ref", "nvfp4") if p["recipe"] == "torch-ref" else ("te", p["recipe"])
@@ -288,7 +328,7 @@ class CompileSequence(Case):
         steps = _steps(p["sequence"], profile, device)
         for name, step in steps:
             got, want = step(compiled, forward_compiled), step(eager, forward_eager)
-            worst = max(_max_difference(a, b) for a, b in zip(got, want))
+            worst = max(_max_difference(a, b) for a, b in zip(got, want, strict=True))
             self.record.add(records.compare(f"compiled_vs_eager_{name}", "max_abs_diff", worst, 0.0))
         last = steps[-1][1]
         return Prepared(fn=lambda: last(compiled, forward_compiled), device=device)
@@ -321,6 +361,7 @@ def _steps(sequence: str, profile: Profile, device: str) -> list[tuple[str, Any]
             if dynamic:
                 torch._dynamo.mark_dynamic(x, 1)
             return fwd_bwd(module, forward, x, dy)
+
         return step
 
     def evaluate(seq: int) -> Any:
@@ -330,6 +371,7 @@ def _steps(sequence: str, profile: Profile, device: str) -> list[tuple[str, Any]
                 out = forward(inputs(seq)[0]).detach().clone()
             module.train()
             return (out,)
+
         return step
 
     half = tokens // 2
@@ -359,8 +401,14 @@ class CompiledLayer(Case):
 
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
         backend = "torch-ref" if p["recipe"] == "torch-ref" else "te"
-        return {"backend": backend, "recipe": p["recipe"], "compile_mode": "default", "input_rank": 3,
-                "layer": p["layer"], "op": self.op}
+        return {
+            "backend": backend,
+            "recipe": p["recipe"],
+            "compile_mode": "default",
+            "input_rank": 3,
+            "layer": p["layer"],
+            "op": self.op,
+        }
 
     def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:
         return ("torch-ref", "nvfp4") if p["recipe"] == "torch-ref" else ("te", p["recipe"])
@@ -394,16 +442,29 @@ class CompiledLayer(Case):
                 _update_in_place(eager, compiled)
             got, want = step(compiled, compiled_forward), step(eager, eager)
             if got.keys() != want.keys():
-                raise AssertionError(f"compiled and eager gradients differ in which weights they reach: "
-                                     f"{sorted(got.keys() ^ want.keys())}")
-            errors = {k: relative_error(got[k], want[k]) if got[k].shape == want[k].shape else math.inf
-                      for k in want}
+                raise AssertionError(
+                    f"compiled and eager gradients differ in which weights they reach: "
+                    f"{sorted(got.keys() ^ want.keys())}"
+                )
+            errors = {
+                k: relative_error(got[k], want[k]) if got[k].shape == want[k].shape else math.inf
+                for k in want
+            }
             worst = max(errors, key=lambda k: errors[k])
-            exact = sorted(k for k in want if got[k].shape == want[k].shape
-                           and max_abs_difference(got[k], want[k]) == 0)
-            self.record.add(records.compare(f"compiled_vs_eager_{name}", "relative_error", errors[worst],
-                                            LAYER_TOLERANCE, worst=worst, bit_for_bit=len(exact),
-                                            tensors=len(want)))
+            exact = sorted(
+                k for k in want if got[k].shape == want[k].shape and max_abs_difference(got[k], want[k]) == 0
+            )
+            self.record.add(
+                records.compare(
+                    f"compiled_vs_eager_{name}",
+                    "relative_error",
+                    errors[worst],
+                    LAYER_TOLERANCE,
+                    worst=worst,
+                    bit_for_bit=len(exact),
+                    tensors=len(want),
+                )
+            )
         return Prepared(fn=lambda: step(compiled, compiled_forward), device=profile.device)
 
 
@@ -441,9 +502,16 @@ def _layer_builders(recipe: str, layer: str, profile: Profile) -> tuple[Any, Any
         common = {"params_dtype": torch.bfloat16, "device": "cuda"}
         if layer == "LayerNormMLP":
             return te.LayerNormMLP(hidden, 4 * hidden, bias=False, **common)
-        return te.TransformerLayer(hidden, 4 * hidden, max(hidden // 64, 1), hidden_dropout=0.0,
-                                   attention_dropout=0.0, self_attn_mask_type="causal",
-                                   attn_input_format="bshd", **common)
+        return te.TransformerLayer(
+            hidden,
+            4 * hidden,
+            max(hidden // 64, 1),
+            hidden_dropout=0.0,
+            attention_dropout=0.0,
+            self_attn_mask_type="causal",
+            attn_input_format="bshd",
+            **common,
+        )
 
     def autocast() -> Any:
         return te.autocast(enabled=te_recipe is not None, recipe=te_recipe)
@@ -462,8 +530,15 @@ def _update_in_place(*layers: Any) -> None:
                 w.add_(torch.randn_like(w) * (0.1 * w.float().std().nan_to_num(0.0).item() + 0.01))
 
 
-_KEPT = {"Determinism": bool(QUANTIZERS), "OddShapes": bool(QUANTIZERS), "CpuOps": _TE, "NdUpdate": _TE,
-         "DcpRoundTrip": _TE, "CompileSequence": bool(LINEAR_RECIPES), "CompiledLayer": bool(LINEAR_RECIPES)}
+_KEPT = {
+    "Determinism": bool(QUANTIZERS),
+    "OddShapes": bool(QUANTIZERS),
+    "CpuOps": _TE,
+    "NdUpdate": _TE,
+    "DcpRoundTrip": _TE,
+    "CompileSequence": bool(LINEAR_RECIPES),
+    "CompiledLayer": bool(LINEAR_RECIPES),
+}
 for _name, _kept in _KEPT.items():  # asv discovers the classes left in the module
     if _name in globals() and (not _kept or _name not in _PROFILE.general_checks):
         del globals()[_name]

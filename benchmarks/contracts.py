@@ -93,8 +93,13 @@ if _TE:
         main_check = "shape_contract"
 
         def labels(self, p: dict[str, Any]) -> dict[str, Any]:
-            return {"backend": "te", "recipe": quantizer_recipe(p["quantizer"]), "variant": p["quantizer"],
-                    "rank": p["rank"], "op": self.op}
+            return {
+                "backend": "te",
+                "recipe": quantizer_recipe(p["quantizer"]),
+                "variant": p["quantizer"],
+                "rank": p["rank"],
+                "op": self.op,
+            }
 
         def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
             import torch
@@ -110,15 +115,22 @@ if _TE:
             predicted = {name: tuple(s) for name, (s, _) in specs.items()}
             real_tensor = q.make_empty(shape, dtype=torch.bfloat16, device="cuda")
             real = {name: tuple(t.shape) for name, t in te_ops.inner_buffers(real_tensor).items()}
-            wrong = {n: (predicted.get(n), real.get(n)) for n in sorted(set(predicted) | set(real))
-                     if predicted.get(n) != real.get(n)}
+            wrong = {
+                n: (predicted.get(n), real.get(n))
+                for n in sorted(set(predicted) | set(real))
+                if predicted.get(n) != real.get(n)
+            }
             if wrong:
                 listed = "; ".join(f"{n}: predicted {a}, allocated {b}" for n, (a, b) in wrong.items())
                 raise ShapeContractMismatch(f"{type(q).__name__} for logical shape {shape}: {listed}")
-            self.record.add(records.Check(check="shape_contract", status="pass",
-                                          details={"shapes": {n: list(s) for n, s in real.items()}}))
-            return Prepared(fn=lambda: q.make_empty(shape, dtype=torch.bfloat16, device="cuda"),
-                            device="cpu")
+            self.record.add(
+                records.Check(
+                    check="shape_contract",
+                    status="pass",
+                    details={"shapes": {n: list(s) for n, s in real.items()}},
+                )
+            )
+            return Prepared(fn=lambda: q.make_empty(shape, dtype=torch.bfloat16, device="cuda"), device="cpu")
 
 
 class _PerQuantizerCase(_ContractCase):
@@ -128,8 +140,12 @@ class _PerQuantizerCase(_ContractCase):
     params = [ROUND_TRIP_QUANTIZERS]
 
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
-        return {"backend": quantizer_backend(p["quantizer"]), "recipe": quantizer_recipe(p["quantizer"]),
-                "variant": p["quantizer"], "op": self.op}
+        return {
+            "backend": quantizer_backend(p["quantizer"]),
+            "recipe": quantizer_recipe(p["quantizer"]),
+            "variant": p["quantizer"],
+            "op": self.op,
+        }
 
     @staticmethod
     def seeded_input(p: dict[str, Any], profile: Profile) -> tuple[tuple[int, ...], Any]:
@@ -197,10 +213,16 @@ class CheckpointParity(_PerQuantizerCase):
         differing = differing_buffers(before, after)
         if type(loaded) is not type(q):
             differing.append(f"type {type(loaded).__name__} != {type(q).__name__}")
-        self.record.add(records.Check(
-            check="checkpoint_bitwise", status="fail_accuracy" if differing else "pass",
-            metric="differing_buffers", value=float(len(differing)), tolerance=0.0,
-            details={"differing": differing} if differing else None))
+        self.record.add(
+            records.Check(
+                check="checkpoint_bitwise",
+                status="fail_accuracy" if differing else "pass",
+                metric="differing_buffers",
+                value=float(len(differing)),
+                tolerance=0.0,
+                details={"differing": differing} if differing else None,
+            )
+        )
         return Prepared(fn=round_trip, device="cpu")
 
 
@@ -233,18 +255,29 @@ if _TE or "te-ref" in selected_backends():
             ref = te_ops.reference_quantizer(variant).quantize(x)
             block_2d = variant == "nvfp4-2d"
             ours_row = emu.quantize_nvfp4(x, block_2d=block_2d)
-            pairs = {"data": (ours_row.data, ref.data), "scales": (ours_row.scales, _valid(ref.scale, ours_row)),
-                     "amax": (ours_row.global_amax, ref.global_amax_row)}
+            pairs = {
+                "data": (ours_row.data, ref.data),
+                "scales": (ours_row.scales, _valid(ref.scale, ours_row)),
+                "amax": (ours_row.global_amax, ref.global_amax_row),
+            }
             if ref.data_t is not None:  # row-wise-only variants carry no column-wise data
                 ours_col = emu.quantize_nvfp4_columnwise(x, block_2d=block_2d, rht=variant == "nvfp4-rht")
-                pairs |= {"data_t": (ours_col.data, ref.data_t),
-                          "scales_t": (ours_col.scales, _valid(ref.scale_t, ours_col)),
-                          "amax_t": (ours_col.global_amax, ref.global_amax_col)}
+                pairs |= {
+                    "data_t": (ours_col.data, ref.data_t),
+                    "scales_t": (ours_col.scales, _valid(ref.scale_t, ours_col)),
+                    "amax_t": (ours_col.global_amax, ref.global_amax_col),
+                }
             differing = sorted(n for n, (a, b) in pairs.items() if not bytes_equal(a, b))
-            self.record.add(records.Check(
-                check="emulation_vs_reference", status="fail_accuracy" if differing else "pass",
-                metric="differing_buffers", value=float(len(differing)), tolerance=0.0,
-                details={"differing": differing} if differing else None))
+            self.record.add(
+                records.Check(
+                    check="emulation_vs_reference",
+                    status="fail_accuracy" if differing else "pass",
+                    metric="differing_buffers",
+                    value=float(len(differing)),
+                    tolerance=0.0,
+                    details={"differing": differing} if differing else None,
+                )
+            )
             return Prepared(fn=lambda: emu.quantize_nvfp4(x, block_2d=block_2d), device="cuda")
 
 
@@ -259,5 +292,6 @@ def _valid(scale: Any, ours: Any) -> Any:
 def _emulated_to(q: Any, device: str) -> Any:
     import dataclasses
 
-    return dataclasses.replace(q, data=q.data.to(device), scales=q.scales.to(device),
-                               global_amax=q.global_amax.to(device))
+    return dataclasses.replace(
+        q, data=q.data.to(device), scales=q.scales.to(device), global_amax=q.global_amax.to(device)
+    )

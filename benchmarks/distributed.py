@@ -38,10 +38,31 @@ class LaunchFailed(RuntimeError):
     """The ranks did not all report (timeout, a rank's exception, a crash); the record says which."""
 
 
-class LinearTensorParallel:
+class _LaunchedCase:
+    """What the launched cases share: the record written with its checks, and the samples asv reads."""
+
+    record: records.CaseRecord
+    samples: list[float]
+
+    def _finish(self, *checks: records.Check) -> None:
+        for check in checks:
+            self.record.add(check)
+        records.write_record(self.record)
+
+    def track_seconds(self, *_values: Any) -> dict[str, Any]:
+        return {"samples": self.samples, "number": 1}
+
+    track_seconds.unit = "seconds"  # type: ignore[attr-defined]
+
+
+class LinearTensorParallel(_LaunchedCase):
     param_names: ClassVar[list[str]] = ["recipe", "world_size", "parallel", "sequence_parallel", "mode"]
     params: ClassVar[list[list[Any]]] = [
-        [r for r, b in BACKEND_OF.items() if b in selected_backends() and (r != "torch-ref" or _DIST.torch_ref_modes)],
+        [
+            r
+            for r, b in BACKEND_OF.items()
+            if b in selected_backends() and (r != "torch-ref" or _DIST.torch_ref_modes)
+        ],
         list(_DIST.world_sizes),
         _DIST.parallel_values,
         _DIST.sequence_parallel_values,
@@ -56,7 +77,7 @@ class LinearTensorParallel:
         from benchmarks.harness.distributed.scenario import Scenario
         from benchmarks.harness.distributed.worker import run_scenario
 
-        p = dict(zip(self.param_names, (recipe, world_size, parallel, sequence_parallel, mode)))
+        p = dict(zip(self.param_names, (recipe, world_size, parallel, sequence_parallel, mode), strict=False))
         device = current_profile().device
         backend = BACKEND_OF[recipe]
         self.record = records.CaseRecord(case=CASE, params=p, labels=labels(p, device))
@@ -69,13 +90,27 @@ class LinearTensorParallel:
         if reason:
             self._finish(records.Check(check="capability", status="unsupported", reason=reason))
             raise NotImplementedError(reason)
-        scenario = Scenario(backend=backend, recipe=recipe, parallel_mode=parallel,
-                            sequence_parallel=sequence_parallel, mode=mode, world_size=world_size,
-                            device=device, shape=_DIST.shape, out_features=_DIST.out_features,
-                            timing=_DIST.timing)
+        scenario = Scenario(
+            backend=backend,
+            recipe=recipe,
+            parallel_mode=parallel,
+            sequence_parallel=sequence_parallel,
+            mode=mode,
+            world_size=world_size,
+            device=device,
+            shape=_DIST.shape,
+            out_features=_DIST.out_features,
+            timing=_DIST.timing,
+        )
         try:
-            outcome = launch(run_scenario, scenario, world_size, device, deadline_s=_DIST.deadline_s,
-                             collective_timeout_s=_DIST.deadline_s + 60)
+            outcome = launch(
+                run_scenario,
+                scenario,
+                world_size,
+                device,
+                deadline_s=_DIST.deadline_s,
+                collective_timeout_s=_DIST.deadline_s + 60,
+            )
         except Exception as exc:
             self._finish(records.from_exception("launch", exc))
             raise
@@ -88,23 +123,13 @@ class LinearTensorParallel:
         self._finish(*verdict.case_checks(scenario, outcome.reports))
         self.samples = verdict.slowest_rank_samples(outcome.reports)
 
-    def _finish(self, *checks: records.Check) -> None:
-        for check in checks:
-            self.record.add(check)
-        records.write_record(self.record)
-
-    def track_seconds(self, *_values: Any) -> dict[str, Any]:
-        return {"samples": self.samples, "number": 1}
-
-    track_seconds.unit = "seconds"  # type: ignore[attr-defined]
-
 
 FSDP_CASE = "distributed.FsdpCheckpoint"
 FSDP_WORLD_SIZE = 2
 
 if _DIST.fsdp_checkpoint:
 
-    class FsdpCheckpoint:
+    class FsdpCheckpoint(_LaunchedCase):
         param_names: ClassVar[list[str]] = ["recipe", "world_size"]
         params: ClassVar[list[list[Any]]] = [
             (list(DCP_RECIPES) if "te" in selected_backends() else [])
@@ -120,9 +145,17 @@ if _DIST.fsdp_checkpoint:
             device = current_profile().device
             backend = "torch-ref" if recipe == "torch-ref" else "te"
             self.record = records.CaseRecord(
-                case=FSDP_CASE, params={"recipe": recipe, "world_size": world_size}, one_shot=True,
-                labels={"backend": backend, "recipe": recipe, "op": "fsdp_dcp_round_trip",
-                        "world_size": world_size, "interconnect": topology.interconnect(world_size, device)})
+                case=FSDP_CASE,
+                params={"recipe": recipe, "world_size": world_size},
+                one_shot=True,
+                labels={
+                    "backend": backend,
+                    "recipe": recipe,
+                    "op": "fsdp_dcp_round_trip",
+                    "world_size": world_size,
+                    "interconnect": topology.interconnect(world_size, device),
+                },
+            )
             print(f"{records.CASE_MARKER}{self.record.case_id}", file=sys.stderr, flush=True)
             try:
                 reason = unsupported_reason(backend, recipe, world_size, device)
@@ -132,12 +165,26 @@ if _DIST.fsdp_checkpoint:
             if reason:
                 self._finish(records.Check(check="capability", status="unsupported", reason=reason))
                 raise NotImplementedError(reason)
+            assert _DIST.fsdp_checkpoint is not None  # the class exists only where the profile sizes it
             in_f, out_f, tokens = _DIST.fsdp_checkpoint
-            job = fsdp_checkpoint.FsdpJob(backend=backend, recipe=recipe, device=device, world_size=world_size,
-                                          in_features=in_f, out_features=out_f, tokens=tokens)
+            job = fsdp_checkpoint.FsdpJob(
+                backend=backend,
+                recipe=recipe,
+                device=device,
+                world_size=world_size,
+                in_features=in_f,
+                out_features=out_f,
+                tokens=tokens,
+            )
             try:
-                outcome = launch(fsdp_checkpoint.run_fsdp_checkpoint, job, world_size, device,
-                                 deadline_s=_DIST.deadline_s, collective_timeout_s=_DIST.deadline_s + 60)
+                outcome = launch(
+                    fsdp_checkpoint.run_fsdp_checkpoint,
+                    job,
+                    world_size,
+                    device,
+                    deadline_s=_DIST.deadline_s,
+                    collective_timeout_s=_DIST.deadline_s + 60,
+                )
             except Exception as exc:
                 self._finish(records.from_exception("launch", exc))
                 raise
@@ -147,14 +194,16 @@ if _DIST.fsdp_checkpoint:
             self._finish(*fsdp_checkpoint.case_checks(outcome.reports))
             self.samples = [max(r["seconds"] for r in outcome.reports)]
 
-        _finish = LinearTensorParallel._finish
-        track_seconds = LinearTensorParallel.track_seconds
-
 
 def labels(p: dict[str, Any], device: str) -> dict[str, Any]:
     return {
-        "backend": BACKEND_OF[p["recipe"]], "recipe": p["recipe"], "mode": p["mode"], "rank": INPUT_RANK,
-        "op": "linear_tp", "world_size": p["world_size"], "parallel_mode": p["parallel"],
+        "backend": BACKEND_OF[p["recipe"]],
+        "recipe": p["recipe"],
+        "mode": p["mode"],
+        "rank": INPUT_RANK,
+        "op": "linear_tp",
+        "world_size": p["world_size"],
+        "parallel_mode": p["parallel"],
         "sequence_parallel": p["sequence_parallel"],
         "interconnect": topology.interconnect(p["world_size"], device),
     }

@@ -13,13 +13,31 @@ from benchmarks.harness.case import Case, Prepared
 from benchmarks.harness.numerics import relative_error
 from benchmarks.harness.profiles import Profile, current_profile, parse_shape, selected_backends
 
-BACKEND_OF = {"bf16": "te", "fp8-current": "te", "fp8-block": "te", "nvfp4": "te",
-              "nvfp4-ref": "te-ref", "torch-ref": "torch-ref"}
-CEILING_OF = {"bf16": "bf16", "fp8-current": "fp8", "fp8-block": "fp8", "nvfp4": None,
-              "nvfp4-ref": "fp32", "torch-ref": "fp32"}
+BACKEND_OF = {
+    "bf16": "te",
+    "fp8-current": "te",
+    "fp8-block": "te",
+    "nvfp4": "te",
+    "nvfp4-ref": "te-ref",
+    "torch-ref": "torch-ref",
+}
+CEILING_OF = {
+    "bf16": "bf16",
+    "fp8-current": "fp8",
+    "fp8-block": "fp8",
+    "nvfp4": None,
+    "nvfp4-ref": "fp32",
+    "torch-ref": "fp32",
+}
 # normwise error of x @ w.T against FP32 on the unquantized inputs (standard normal)
-TOLERANCE = {"bf16": 1e-2, "fp8-current": 0.08, "fp8-block": 0.08, "nvfp4": 0.25, "nvfp4-ref": 0.25,
-             "torch-ref": 0.25}
+TOLERANCE = {
+    "bf16": 1e-2,
+    "fp8-current": 0.08,
+    "fp8-block": 0.08,
+    "nvfp4": 0.25,
+    "nvfp4-ref": 0.25,
+    "torch-ref": 0.25,
+}
 NATIVE_VS_REFERENCE_TOLERANCE = 8e-3  # TE's test_nvfp4_gemm_exact
 # On an H200 a BF16 8192^3 GEMM runs at its power limit, its SM clock moving between 1365 and 1545 MHz:
 # medians of 100 samples (0.16 s) spread by 1.2-1.8 % (CV of 20), medians of 2 s of samples by 0.1-0.75 %
@@ -60,7 +78,9 @@ class Gemm(Case):
         expected = x.float() @ w.float().t()
         fn = self._operands(recipe, x, w)
         out = fn()
-        self.record.add(records.compare("vs_fp32", "rel_l2", relative_error(out, expected), TOLERANCE[recipe]))
+        self.record.add(
+            records.compare("vs_fp32", "rel_l2", relative_error(out, expected), TOLERANCE[recipe])
+        )
         del expected
         if recipe == "nvfp4":
             self._check_native_vs_reference(x, w, out)
@@ -72,8 +92,12 @@ class Gemm(Case):
         if ceiling:
             self.record.metric(f"ceiling_{kind}_tflops", ceiling, "TFLOP/s")
             derived["share_of_ceiling"] = (lambda s: flops / s / 1e12 / ceiling, "fraction")
-        return Prepared(fn=fn, device=device, derived=derived,
-                        sample_seconds=GPU_SAMPLE_SECONDS if device == "cuda" else None)
+        return Prepared(
+            fn=fn,
+            device=device,
+            derived=derived,
+            sample_seconds=GPU_SAMPLE_SECONDS if device == "cuda" else None,
+        )
 
     def _operands(self, recipe: str, x: Any, w: Any) -> Any:
         """Quantize once (outside the timing) and return the GEMM call."""
@@ -105,6 +129,8 @@ class Gemm(Case):
 
     def _check_native_vs_reference(self, x: Any, w: Any, out: Any) -> None:
         ref = self._operands("nvfp4-ref", x, w)()
-        self.record.add(records.compare("native_vs_reference", "rel_l2", relative_error(out, ref),
-                                        NATIVE_VS_REFERENCE_TOLERANCE))
-
+        self.record.add(
+            records.compare(
+                "native_vs_reference", "rel_l2", relative_error(out, ref), NATIVE_VS_REFERENCE_TOLERANCE
+            )
+        )

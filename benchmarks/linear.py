@@ -18,30 +18,55 @@ from benchmarks.harness.numerics import max_abs_difference, relative_error
 from benchmarks.harness.params import invalid_combinations
 from benchmarks.harness.profiles import Profile, current_profile, selected_backends, spread_over_rank
 
-BACKEND_OF = {"bf16": "te", "fp8-delayed": "te", "fp8-current": "te", "fp8-block": "te", "mxfp8": "te",
-              "nvfp4": "te", "nvfp4-ref": "te-ref", "torch-ref": "torch-ref"}
+BACKEND_OF = {
+    "bf16": "te",
+    "fp8-delayed": "te",
+    "fp8-current": "te",
+    "fp8-block": "te",
+    "mxfp8": "te",
+    "nvfp4": "te",
+    "nvfp4-ref": "te-ref",
+    "torch-ref": "torch-ref",
+}
 # normwise error of output/dgrad/wgrad against FP32 on the unquantized operands
-TOLERANCE = {"bf16": 1e-2, "fp8-delayed": 0.1, "fp8-current": 0.1, "fp8-block": 0.1, "mxfp8": 0.1,
-             "nvfp4": 0.3, "nvfp4-ref": 0.3, "torch-ref": 0.3}
+TOLERANCE = {
+    "bf16": 1e-2,
+    "fp8-delayed": 0.1,
+    "fp8-current": 0.1,
+    "fp8-block": 0.1,
+    "mxfp8": 0.1,
+    "nvfp4": 0.3,
+    "nvfp4-ref": 0.3,
+    "torch-ref": 0.3,
+}
 _PROFILE = current_profile()
 
 
 class LinearFwdBwd(Case):
     param_names = ["recipe", "rank", "mode"]
     params = [
-        [r for r in BACKEND_OF
-         if BACKEND_OF[r] in selected_backends() and (r != "torch-ref" or _PROFILE.linear_torch_ref_modes)],
+        [
+            r
+            for r in BACKEND_OF
+            if BACKEND_OF[r] in selected_backends() and (r != "torch-ref" or _PROFILE.linear_torch_ref_modes)
+        ],
         list(_PROFILE.linear_ranks),
         list(_PROFILE.linear_modes),
     ]
     skip_params = invalid_combinations(
-        params, lambda recipe, _rank, mode: recipe != "torch-ref" or mode in _PROFILE.linear_torch_ref_modes)
+        params, lambda recipe, _rank, mode: recipe != "torch-ref" or mode in _PROFILE.linear_torch_ref_modes
+    )
     op = "linear"
     timeout = 600
 
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
-        return {"backend": BACKEND_OF[p["recipe"]], "recipe": p["recipe"], "mode": p["mode"],
-                "rank": p["rank"], "op": self.op}
+        return {
+            "backend": BACKEND_OF[p["recipe"]],
+            "recipe": p["recipe"],
+            "mode": p["mode"],
+            "rank": p["rank"],
+            "op": self.op,
+        }
 
     def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:
         backend = BACKEND_OF[p["recipe"]]
@@ -52,7 +77,7 @@ class LinearFwdBwd(Case):
         return "compiled_vs_eager" if self._mode != "eager" else "vs_fp32"
 
     def setup(self, *values: Any) -> None:
-        self._mode = dict(zip(self.param_names, values))["mode"]
+        self._mode = dict(zip(self.param_names, values, strict=False))["mode"]
         super().setup(*values)
 
     def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
@@ -72,13 +97,34 @@ class LinearFwdBwd(Case):
         y, dx, dw = fwd_bwd(eager, forward_eager, x, dy)
         if mode == "eager":
             w = eager.weight.detach().float()
-            self.record.add(records.compare("vs_fp32", "rel_l2", relative_error(y, x.float() @ w.t()),
-                                            TOLERANCE[recipe], tensor="output"))
-            self.record.add(records.compare("dgrad_vs_fp32", "rel_l2", relative_error(dx, dy.float() @ w),
-                                            TOLERANCE[recipe], tensor="dgrad"))
+            self.record.add(
+                records.compare(
+                    "vs_fp32",
+                    "rel_l2",
+                    relative_error(y, x.float() @ w.t()),
+                    TOLERANCE[recipe],
+                    tensor="output",
+                )
+            )
+            self.record.add(
+                records.compare(
+                    "dgrad_vs_fp32",
+                    "rel_l2",
+                    relative_error(dx, dy.float() @ w),
+                    TOLERANCE[recipe],
+                    tensor="dgrad",
+                )
+            )
             expected_dw = dy.reshape(-1, out_f).float().t() @ x.reshape(-1, in_f).float()
-            self.record.add(records.compare("wgrad_vs_fp32", "rel_l2", relative_error(dw, expected_dw),
-                                            TOLERANCE[recipe], tensor="wgrad"))
+            self.record.add(
+                records.compare(
+                    "wgrad_vs_fp32",
+                    "rel_l2",
+                    relative_error(dw, expected_dw),
+                    TOLERANCE[recipe],
+                    tensor="wgrad",
+                )
+            )
             return Prepared(fn=timed_fwd_bwd(eager, forward_eager, x, dy, cudagraphs=False), device=device)
 
         import torch._dynamo
@@ -100,13 +146,27 @@ class LinearFwdBwd(Case):
         self.record.metric("compile_seconds", time.perf_counter() - started, "seconds")
         breaks = {str(k): int(v) for k, v in counters["graph_break"].items()}
         self.record.metric("graph_breaks", float(sum(breaks.values())), "count")
-        diffs = {"output": max_abs_difference(yc, y), "dgrad": max_abs_difference(dxc, dx),
-                 "wgrad": max_abs_difference(dwc, dw)}
+        diffs = {
+            "output": max_abs_difference(yc, y),
+            "dgrad": max_abs_difference(dxc, dx),
+            "wgrad": max_abs_difference(dwc, dw),
+        }
         worst = max(diffs.values(), key=lambda v: float("inf") if v != v else v)
-        self.record.add(records.compare("compiled_vs_eager", "max_abs_diff", worst, 0.0, per_tensor=diffs,
-                                        graph_break_reasons=list(breaks)[:10]))
-        return Prepared(fn=timed_fwd_bwd(compiled, forward_compiled, x, dy, cudagraphs=cudagraphs), device=device,
-                        reference=("eager", timed_fwd_bwd(eager, forward_eager, x, dy, cudagraphs=False)))
+        self.record.add(
+            records.compare(
+                "compiled_vs_eager",
+                "max_abs_diff",
+                worst,
+                0.0,
+                per_tensor=diffs,
+                graph_break_reasons=list(breaks)[:10],
+            )
+        )
+        return Prepared(
+            fn=timed_fwd_bwd(compiled, forward_compiled, x, dy, cudagraphs=cudagraphs),
+            device=device,
+            reference=("eager", timed_fwd_bwd(eager, forward_eager, x, dy, cudagraphs=False)),
+        )
 
 
 def _builders(recipe: str, in_f: int, out_f: int, device: str) -> tuple[Any, Any]:

@@ -142,12 +142,19 @@ class Quantize(Case):
         same = all(bytes_equal(buffers[n], repeat[n]) for n in buffers)
         if variant != "nvfp4-sr":
             self.record.add(
-                records.Check(check="deterministic", status="pass" if same else "fail_accuracy",
-                              metric="bitwise_equal", value=float(same), tolerance=1.0)
+                records.Check(
+                    check="deterministic",
+                    status="pass" if same else "fail_accuracy",
+                    metric="bitwise_equal",
+                    value=float(same),
+                    tolerance=1.0,
+                )
             )
         if variant in FP8_VARIANTS:
             deq = out.dequantize(dtype=torch.float32).reshape(x2d.shape)
-            self.record.add(records.compare("dequantize_error", "rel_l2", relative_error(deq, x2d), TOLERANCE["fp8"]))
+            self.record.add(
+                records.compare("dequantize_error", "rel_l2", relative_error(deq, x2d), TOLERANCE["fp8"])
+            )
         elif variant != "nvfp4-sr":
             self._check_native_vs_reference(variant, x2d, buffers)
 
@@ -166,16 +173,23 @@ class Quantize(Case):
         m, k = x2d.shape
         pairs = []
         if ref.data is not None:
-            pairs += [("rowwise_data", buffers["_rowwise_data"].reshape(m, k // 2), ref.data),
-                      ("rowwise_scale", buffers["_rowwise_scale_inv"][:m, : k // 16], ref.scale)]
+            pairs += [
+                ("rowwise_data", buffers["_rowwise_data"].reshape(m, k // 2), ref.data),
+                ("rowwise_scale", buffers["_rowwise_scale_inv"][:m, : k // 16], ref.scale),
+            ]
         if ref.data_t is not None:
-            pairs += [("columnwise_data", buffers["_columnwise_data"].reshape(k, m // 2), ref.data_t),
-                      ("columnwise_scale", buffers["_columnwise_scale_inv"][:k, : m // 16], ref.scale_t)]
+            pairs += [
+                ("columnwise_data", buffers["_columnwise_data"].reshape(k, m // 2), ref.data_t),
+                ("columnwise_scale", buffers["_columnwise_scale_inv"][:k, : m // 16], ref.scale_t),
+            ]
         mismatched = [name for name, native, expected in pairs if not bytes_equal(native, expected)]
         self.record.add(
             records.Check(
-                check="native_vs_reference", status="fail_accuracy" if mismatched else "pass",
-                metric="mismatched_buffers", value=float(len(mismatched)), tolerance=0.0,
+                check="native_vs_reference",
+                status="fail_accuracy" if mismatched else "pass",
+                metric="mismatched_buffers",
+                value=float(len(mismatched)),
+                tolerance=0.0,
                 details={"mismatched": mismatched} if mismatched else None,
             )
         )

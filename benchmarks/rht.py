@@ -26,7 +26,12 @@ class Rht(Case):
     main_check = "orthogonality"
 
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
-        return {"backend": p["backend"], "recipe": "nvfp4", "rank": len(parse_shape(p["shape"])), "op": self.op}
+        return {
+            "backend": p["backend"],
+            "recipe": "nvfp4",
+            "rank": len(parse_shape(p["shape"])),
+            "op": self.op,
+        }
 
     def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:
         return p["backend"], "nvfp4-rht"
@@ -41,11 +46,19 @@ class Rht(Case):
         x = torch.randn(shape, dtype=torch.bfloat16, device=profile.device)
         y = emu.apply_rht(x)
         # an orthonormal transform: norms kept, the inverse undoes it
-        self.record.add(records.compare("orthogonality", "rel_norm_change",
-                                        abs(y.double().norm().item() / x.double().norm().item() - 1.0),
-                                        BF16_TOLERANCE))
-        self.record.add(records.compare("inverse", "rel_l2", relative_error(emu.apply_rht(y, inverse=True), x),
-                                        2 * BF16_TOLERANCE))
+        self.record.add(
+            records.compare(
+                "orthogonality",
+                "rel_norm_change",
+                abs(y.double().norm().item() / x.double().norm().item() - 1.0),
+                BF16_TOLERANCE,
+            )
+        )
+        self.record.add(
+            records.compare(
+                "inverse", "rel_l2", relative_error(emu.apply_rht(y, inverse=True), x), 2 * BF16_TOLERANCE
+            )
+        )
         backend = p["backend"]
         if backend == "torch-ref":
             return Prepared(fn=lambda: emu.apply_rht(x), device=profile.device)
@@ -54,8 +67,9 @@ class Rht(Case):
         if backend == "te-ref":
             ref = te_ops.reference_quantizer("nvfp4-rht")
             theirs = ref._apply_rht(x)
-            self.record.add(records.compare("reference_vs_emulation", "rel_l2", relative_error(theirs, y),
-                                            BF16_TOLERANCE))
+            self.record.add(
+                records.compare("reference_vs_emulation", "rel_l2", relative_error(theirs, y), BF16_TOLERANCE)
+            )
             return Prepared(fn=lambda: ref._apply_rht(x), device="cuda")
         q = te_ops.quantizer("nvfp4-rht-col")
         out = q.make_empty(shape, dtype=torch.bfloat16, device="cuda")
@@ -65,4 +79,3 @@ class Rht(Case):
                 q.update_quantized(x, out)
 
         return Prepared(fn=run, device="cuda")
-

@@ -66,13 +66,17 @@ def perf_signals(session: Session, case_ids: list[int]) -> dict[int, PerfSignal]
     newest = (
         select(Series.case_id, func.max(Detection.id).label("detection_id"))
         .join(Detection, Detection.series_id == Series.id)
-        .where(in_key_list(session.connection(), Series.case_id, case_ids, "case_ids"), Detection.active.is_(True))
+        .where(
+            in_key_list(session.connection(), Series.case_id, case_ids, "case_ids"),
+            Detection.active.is_(True),
+        )
         .group_by(Series.case_id)
         .subquery()
     )
     for case_id, direction, effect in session.execute(
         select(newest.c.case_id, Detection.direction, Detection.effect).join(
-            Detection, Detection.id == newest.c.detection_id)
+            Detection, Detection.id == newest.c.detection_id
+        )
     ):
         if case_id not in signals and direction == "improvement":
             signals[case_id] = PerfSignal("improvement", effect)
@@ -98,8 +102,14 @@ class ChangePointView:
     environment_shift: bool = False
 
 
-def change_points(session: Session, header: SeriesHeader, points: list[SeriesPoint],
-                  values: list[float | None], offset: int, branch: str = "") -> list[ChangePointView]:
+def change_points(
+    session: Session,
+    header: SeriesHeader,
+    points: list[SeriesPoint],
+    values: list[float | None],
+    offset: int,
+    branch: str = "",
+) -> list[ChangePointView]:
     position = {p.run_id: i for i, p in enumerate(points)}
     stmt = select(Detection).where(Detection.series_id == header.series_id, Detection.active.is_(True))
     if branch:
@@ -111,19 +121,37 @@ def change_points(session: Session, header: SeriesHeader, points: list[SeriesPoi
             i = position.get(d.run_id)
             if i is None:
                 continue
-            out.append(ChangePointView(
-                x=offset + i, before_x=offset + max(i - 1, 0), run_id=d.run_id, sha=points[i].sha,
-                baseline=d.baseline, level_after=d.level_after, lower=d.lower_limit, upper=d.upper_limit,
-                effect=d.effect, direction=d.direction, source="stored", environment_shift=d.environment_shift,
-            ))
+            out.append(
+                ChangePointView(
+                    x=offset + i,
+                    before_x=offset + max(i - 1, 0),
+                    run_id=d.run_id,
+                    sha=points[i].sha,
+                    baseline=d.baseline,
+                    level_after=d.level_after,
+                    lower=d.lower_limit,
+                    upper=d.upper_limit,
+                    effect=d.effect,
+                    direction=d.direction,
+                    source="stored",
+                    environment_shift=d.environment_shift,
+                )
+            )
         return sorted(out, key=lambda view: view.x)  # commit order: the points are, the run ids need not be
     found = detect_change_points([v if v is not None else float("nan") for v in values], DETECTOR)
     return [
         ChangePointView(
-            x=offset + cp.index, before_x=offset + cp.before_index, run_id=points[cp.index].run_id,
-            sha=points[cp.index].sha, baseline=cp.baseline, level_after=cp.level_after, lower=cp.lower_limit,
-            upper=cp.upper_limit, effect=cp.effect,
-            direction=direction_of(cp.effect, header.higher_is_better).value, source="computed on view",
+            x=offset + cp.index,
+            before_x=offset + cp.before_index,
+            run_id=points[cp.index].run_id,
+            sha=points[cp.index].sha,
+            baseline=cp.baseline,
+            level_after=cp.level_after,
+            lower=cp.lower_limit,
+            upper=cp.upper_limit,
+            effect=cp.effect,
+            direction=direction_of(cp.effect, header.higher_is_better).value,
+            source="computed on view",
         )
         for cp in found
     ]
@@ -151,8 +179,10 @@ PR_SORTS = {
     "effect": lambda r: -abs(r.comparison.effect or 0.0),
     "effect_asc": lambda r: r.comparison.effect if r.comparison.effect is not None else 0.0,
     "effect_desc": lambda r: -(r.comparison.effect if r.comparison.effect is not None else 0.0),
-    "verdict": lambda r: ({"regression": 0, "improvement": 1, "inconclusive": 2, "unchanged": 3}.get(r.comparison.verdict, 4),
-                          -abs(r.comparison.effect or 0.0)),
+    "verdict": lambda r: (
+        {"regression": 0, "improvement": 1, "inconclusive": 2, "unchanged": 3}.get(r.comparison.verdict, 4),
+        -abs(r.comparison.effect or 0.0),
+    ),
     "case": lambda r: (r.case_name, r.params_label, r.gpu_model),
     "q": lambda r: r.comparison.q_value if r.comparison.q_value is not None else 2.0,
 }
@@ -166,15 +196,24 @@ def pr_verdicts(session: Session, number: int, sort: str = "verdict") -> list[Pr
         .group_by(PrComparison.series_key)
     )
     rows = session.execute(
-        select(PrComparison, Case.id, Case.case_name, Case.params, Case.gpu_model, Benchmark.name, Benchmark.unit)
+        select(
+            PrComparison, Case.id, Case.case_name, Case.params, Case.gpu_model, Benchmark.name, Benchmark.unit
+        )
         .outerjoin(Series, Series.id == PrComparison.series_id)
         .outerjoin(Case, Case.id == Series.case_id)
         .outerjoin(Benchmark, Benchmark.id == Series.benchmark_id)
         .where(PrComparison.id.in_(newest))
     ).all()
     out = [
-        PrVerdictRow(c, case_id, case_name or c.series_key, params or {}, gpu or "", bench or c.series_key,
-                     unit or "seconds")
+        PrVerdictRow(
+            c,
+            case_id,
+            case_name or c.series_key,
+            params or {},
+            gpu or "",
+            bench or c.series_key,
+            unit or "seconds",
+        )
         for c, case_id, case_name, params, gpu, bench, unit in rows
     ]
     out.sort(key=PR_SORTS.get(sort, PR_SORTS["verdict"]))
@@ -208,7 +247,9 @@ def alerts(session: Session, live: bool, limit: int = 200, kind: str = "") -> li
     changes: dict[int, list[AlertStatusChange]] = {i: [] for i in ids}
     if ids:
         for change in session.scalars(
-            select(AlertStatusChange).where(AlertStatusChange.alert_id.in_(ids)).order_by(AlertStatusChange.id)
+            select(AlertStatusChange)
+            .where(AlertStatusChange.alert_id.in_(ids))
+            .order_by(AlertStatusChange.id)
         ):
             changes[change.alert_id].append(change)
     return [AlertRow(a, name, params or {}, changes[a.id]) for a, name, params in rows]
@@ -219,4 +260,3 @@ def alert_counts(session: Session) -> dict[str, int]:
         status.value if hasattr(status, "value") else str(status): n
         for status, n in session.execute(select(Alert.status, func.count()).group_by(Alert.status))
     }
-

@@ -13,8 +13,13 @@ from tewatch.dashboards.status import css_class
 from tewatch.dashboards.templating import breakable, format_ratio, format_value
 
 STATUS_LABELS: dict[str | None, str] = {
-    "pass": "pass", "fail_accuracy": "fail acc.", "error": "error", "unsupported": "unsupp.",
-    "timeout": "timeout", "oom": "oom", None: "—",
+    "pass": "pass",
+    "fail_accuracy": "fail acc.",
+    "error": "error",
+    "unsupported": "unsupp.",
+    "timeout": "timeout",
+    "oom": "oom",
+    None: "—",
 }
 EMPTY_CELL = Markup('<td class="none"></td>')
 
@@ -28,8 +33,10 @@ def _link(cell: MatrixCell, note: str, note_class: str) -> str:
         title += f" — {r.message}"
     elif r.reason:
         title += f" — {r.reason}"
-    parts = [f'<a class="{cls}" href="/case/{r.case_id}" title="{escape(title)}">',
-             f'<div class="cell-status">{escape(STATUS_LABELS.get(status, status))}</div>']
+    parts = [
+        f'<a class="{cls}" href="/case/{r.case_id}" title="{escape(title)}">',
+        f'<div class="cell-status">{escape(STATUS_LABELS.get(status, status))}</div>',
+    ]
     if r.exception_class:
         parts.append(f'<div class="cell-exc">{breakable(r.exception_class)}</div>')
     if note:
@@ -43,7 +50,10 @@ def _td(cell: MatrixCell | None, row: MatrixRow, column: str, rank: int | None, 
         return EMPTY_CELL
     r = cell.row
     if not is_check and column == "eager":
-        note, note_class = ("" if r.latest_value is None else format_value(r.latest_value, r.primary_unit)), "cell-ratio"
+        note, note_class = (
+            ("" if r.latest_value is None else format_value(r.latest_value, r.primary_unit)),
+            "cell-ratio",
+        )
     elif not is_check:
         note, note_class = ("" if cell.ratio is None else format_ratio(cell.ratio)), "cell-ratio"
     else:
@@ -51,13 +61,20 @@ def _td(cell: MatrixCell | None, row: MatrixRow, column: str, rank: int | None, 
         note_class = "cell-variants"
     where = f' data-rank="{rank}"' if rank is not None else ""
     where += f' data-check="{escape(column)}"' if is_check else f' data-mode="{escape(column)}"'
-    return (f'<td class="{"cell check" if is_check else "cell"}"{where} data-status="{escape(r.status or "")}"'
-            f' data-recipe="{escape(row.recipe or "")}" data-backend="{escape(row.backend or "")}">'
-            f"{_link(cell, note, note_class)}</td>")
+    return (
+        f'<td class="{"cell check" if is_check else "cell"}"{where} data-status="{escape(r.status or "")}"'
+        f' data-recipe="{escape(row.recipe or "")}" data-backend="{escape(row.backend or "")}">'
+        f"{_link(cell, note, note_class)}</td>"
+    )
 
 
-def row_cells(row: MatrixRow, ranks: Sequence[int], modes: Sequence[str], rank_checks: Sequence[str],
-              row_checks: Sequence[str]) -> Markup:
+def row_cells(
+    row: MatrixRow,
+    ranks: Sequence[int],
+    modes: Sequence[str],
+    rank_checks: Sequence[str],
+    row_checks: Sequence[str],
+) -> Markup:
     """Every cell of one grid row, in the header's column order: per rank the modes then the rank checks,
     then the per-recipe checks."""
     tds = []

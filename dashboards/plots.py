@@ -16,8 +16,14 @@ from tewatch.dashboards.series_chart import ChartData
 matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "tewatch", "font.size": 9})
 
 COLOURS = {
-    "sample": "#7aa6d8", "median": "#1d2433", "band": "#76b900", "regression": "#b54708",
-    "improvement": "#1849a9", "shift": "#6b4fbb", "failure": "#b42318", "pr": "#d6336c",
+    "sample": "#7aa6d8",
+    "median": "#1d2433",
+    "band": "#76b900",
+    "regression": "#b54708",
+    "improvement": "#1849a9",
+    "shift": "#6b4fbb",
+    "failure": "#b42318",
+    "pr": "#d6336c",
 }
 
 
@@ -40,12 +46,22 @@ def commit_ticks(chart: ChartData) -> list[tuple[float, str]]:
     """(x, label) of the commits the axis names: every drawn point's (each bucket's first), thinned evenly to
     MAX_COMMIT_TICKS keeping the newest, and every PR head point's."""
     if chart.points:
-        history = [(float(chart.offset + i), chart.commits.get(chart.offset + i, p.sha[:7]))
-                   for i, p in enumerate(chart.points)]
+        history = [
+            (float(chart.offset + i), chart.commits.get(chart.offset + i, p.sha[:7]))
+            for i, p in enumerate(chart.points)
+        ]
     else:
-        history = [(b.x, chart.commits.get(round(b.x - (b.n - 1) / 2), b.first_sha[:7])) for b in chart.buckets]
-    pr = [(float(chart.pr.x0 + i), "PR " + chart.commits.get(chart.pr.x0 + i, p.sha[:7]))
-          for i, p in enumerate(chart.pr.points)] if chart.pr else []
+        history = [
+            (b.x, chart.commits.get(round(b.x - (b.n - 1) / 2), b.first_sha[:7])) for b in chart.buckets
+        ]
+    pr = (
+        [
+            (float(chart.pr.x0 + i), "PR " + chart.commits.get(chart.pr.x0 + i, p.sha[:7]))
+            for i, p in enumerate(chart.pr.points)
+        ]
+        if chart.pr
+        else []
+    )
     room = max(MAX_COMMIT_TICKS - len(pr), 2)
     if len(history) > room:
         step = (len(history) - 1) / (room - 1)
@@ -55,21 +71,32 @@ def commit_ticks(chart: ChartData) -> list[tuple[float, str]]:
     return history + pr
 
 
-def draw_series(chart: ChartData, width: float = 10.0, height: float = 3.6, log_scale: bool = False) -> Figure:
+def draw_series(
+    chart: ChartData, width: float = 10.0, height: float = 3.6, log_scale: bool = False
+) -> Figure:
     """The chart as a matplotlib figure (render_series_svg writes it out); `log_scale`: a logarithmic value
     axis, where a jump of 100 times leaves the history before it readable."""
     fig = Figure(figsize=(width, height), layout="constrained")
     ax = fig.add_subplot()
     values = [p.value for p in chart.points if p.value is not None] or [
-        b.median for b in chart.buckets if b.median is not None]
+        b.median for b in chart.buckets if b.median is not None
+    ]
     pr_points = chart.pr.points if chart.pr else []
     values = values or [p.value for p in pr_points if p.value is not None]
     scale, unit_label = display_scale(chart.header.unit, values)
 
     for seg in chart.band:
-        ax.fill_between([seg.x0, seg.x1], seg.lower * scale, seg.upper * scale, color=COLOURS["band"], alpha=0.13,
-                        linewidth=0)
-        ax.plot([seg.x0, seg.x1], [seg.baseline * scale] * 2, color=COLOURS["band"], linewidth=1, linestyle="--")
+        ax.fill_between(
+            [seg.x0, seg.x1],
+            seg.lower * scale,
+            seg.upper * scale,
+            color=COLOURS["band"],
+            alpha=0.13,
+            linewidth=0,
+        )
+        ax.plot(
+            [seg.x0, seg.x1], [seg.baseline * scale] * 2, color=COLOURS["band"], linewidth=1, linestyle="--"
+        )
 
     if chart.points:
         xs = [chart.offset + i for i in range(len(chart.points))]
@@ -80,56 +107,124 @@ def draw_series(chart: ChartData, width: float = 10.0, height: float = 3.6, log_
         my = [p.value * scale for p in chart.points if p.value is not None]
         ax.plot(mx, my, color=COLOURS["median"], linewidth=1.1, marker="o", markersize=2.2, label="median")
         # a failed verdict is marked at its point's value; one without a value, at the foot of the axes
-        failed = [(x, p) for x, p in zip(xs, chart.points, strict=True)
-                  if p.verdict not in (None, "pass", "unsupported")]
+        failed = [
+            (x, p)
+            for x, p in zip(xs, chart.points, strict=True)
+            if p.verdict not in (None, "pass", "unsupported")
+        ]
         timed = [(x, p.value * scale) for x, p in failed if p.value is not None]
         untimed = [x for x, p in failed if p.value is None]
         if timed:
-            ax.scatter([x for x, _ in timed], [y for _, y in timed], marker="x", color=COLOURS["failure"], s=22,
-                       zorder=3, label="failed verdict")
+            ax.scatter(
+                [x for x, _ in timed],
+                [y for _, y in timed],
+                marker="x",
+                color=COLOURS["failure"],
+                s=22,
+                zorder=3,
+                label="failed verdict",
+            )
         if untimed:
-            ax.scatter(untimed, [0.03] * len(untimed), marker="x", color=COLOURS["failure"], s=22, zorder=3,
-                       transform=ax.get_xaxis_transform(), clip_on=False,
-                       label="failed verdict, no result" if timed else "failed verdict (no result)")
+            ax.scatter(
+                untimed,
+                [0.03] * len(untimed),
+                marker="x",
+                color=COLOURS["failure"],
+                s=22,
+                zorder=3,
+                transform=ax.get_xaxis_transform(),
+                clip_on=False,
+                label="failed verdict, no result" if timed else "failed verdict (no result)",
+            )
     elif chart.buckets:
         bx = [b.x for b in chart.buckets if b.median is not None]
-        ax.fill_between(bx, [b.low * scale for b in chart.buckets if b.median is not None],
-                        [b.high * scale for b in chart.buckets if b.median is not None],
-                        color=COLOURS["sample"], alpha=0.35, linewidth=0, label="spread (q25–q75 range)")
-        ax.plot(bx, [b.median * scale for b in chart.buckets if b.median is not None], color=COLOURS["median"],
-                linewidth=1.1, label="median")
+        ax.fill_between(
+            bx,
+            [b.low * scale for b in chart.buckets if b.median is not None],
+            [b.high * scale for b in chart.buckets if b.median is not None],
+            color=COLOURS["sample"],
+            alpha=0.35,
+            linewidth=0,
+            label="spread (q25–q75 range)",
+        )
+        ax.plot(
+            bx,
+            [b.median * scale for b in chart.buckets if b.median is not None],
+            color=COLOURS["median"],
+            linewidth=1.1,
+            label="median",
+        )
 
     if chart.pr and pr_points:
         pr = chart.pr
         xs = [pr.x0 + i for i in range(len(pr_points))]
         ax.axvline(pr.x0 - 0.5, color=COLOURS["pr"], linewidth=1, linestyle="--")
-        ax.scatter([x for x, p in zip(xs, pr_points, strict=True) for _ in p.samples],
-                   [s * scale for p in pr_points for s in p.samples], s=6, color=COLOURS["pr"], alpha=0.55,
-                   linewidths=0, label=f"PR #{pr.number} samples")
+        ax.scatter(
+            [x for x, p in zip(xs, pr_points, strict=True) for _ in p.samples],
+            [s * scale for p in pr_points for s in p.samples],
+            s=6,
+            color=COLOURS["pr"],
+            alpha=0.55,
+            linewidths=0,
+            label=f"PR #{pr.number} samples",
+        )
         mx = [x for x, p in zip(xs, pr_points, strict=True) if p.value is not None]
-        ax.plot(mx, [p.value * scale for p in pr_points if p.value is not None], color=COLOURS["pr"], linewidth=1.1,
-                marker="D", markersize=3, label=f"PR #{pr.number} median")
+        ax.plot(
+            mx,
+            [p.value * scale for p in pr_points if p.value is not None],
+            color=COLOURS["pr"],
+            linewidth=1.1,
+            marker="D",
+            markersize=3,
+            label=f"PR #{pr.number} median",
+        )
         base = (pr.comparison or {}).get("baseline")
         if base is not None:
-            ax.plot([pr.x0 - 0.4, xs[-1] + 0.4], [base * scale] * 2, color=COLOURS["pr"], linewidth=1, linestyle=":",
-                    label="PR merge-base median")
+            ax.plot(
+                [pr.x0 - 0.4, xs[-1] + 0.4],
+                [base * scale] * 2,
+                color=COLOURS["pr"],
+                linewidth=1,
+                linestyle=":",
+                label="PR merge-base median",
+            )
 
     for cp in chart.change_points:
         ax.axvline(cp.x - 0.5, color=COLOURS[cp.direction], linewidth=1.4)
-        ax.annotate(f"{cp.effect * 100:+.1f} %", (cp.x - 0.5, 1), xycoords=("data", "axes fraction"),
-                    xytext=(3, -10), textcoords="offset points", color=COLOURS[cp.direction], fontweight="bold")
+        ax.annotate(
+            f"{cp.effect * 100:+.1f} %",
+            (cp.x - 0.5, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, -10),
+            textcoords="offset points",
+            color=COLOURS[cp.direction],
+            fontweight="bold",
+        )
     for shift in chart.shifts:
         ax.axvline(shift.x - 0.5, color=COLOURS["shift"], linewidth=1, linestyle=":")
-        ax.annotate(shift.label, (shift.x - 0.5, 0), xycoords=("data", "axes fraction"), xytext=(3, 4),
-                    textcoords="offset points", color=COLOURS["shift"], fontsize=7, rotation=90, va="bottom")
+        ax.annotate(
+            shift.label,
+            (shift.x - 0.5, 0),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, 4),
+            textcoords="offset points",
+            color=COLOURS["shift"],
+            fontsize=7,
+            rotation=90,
+            va="bottom",
+        )
 
     ticks = commit_ticks(chart)
     if ticks:
         slanted = len(ticks) > HORIZONTAL_TICKS
-        ax.set_xticks([x for x, _ in ticks],
-                      [label.replace("\n", " · ") if slanted else label for _, label in ticks],
-                      rotation=30 if slanted else 0, ha="right" if slanted else "center",
-                      rotation_mode="anchor", fontsize=7.5)
+        ax.set_xticks(
+            [x for x, _ in ticks],
+            [label.replace("\n", " · ") if slanted else label for _, label in ticks],
+            rotation=30 if slanted else 0,
+            ha="right" if slanted else "center",
+            rotation_mode="anchor",
+            fontsize=7.5,
+        )
         ax.set_xlim(min(x for x, _ in ticks) - 0.5, max(x for x, _ in ticks) + 0.5)
     h = chart.header
     ax.set_title(f"{h.benchmark} · {h.gpu_model}", loc="left", fontsize=10, fontweight="bold")
@@ -144,7 +239,9 @@ def draw_series(chart: ChartData, width: float = 10.0, height: float = 3.6, log_
     return fig
 
 
-def render_series_svg(chart: ChartData, width: float = 10.0, height: float = 3.6, log_scale: bool = False) -> str:
+def render_series_svg(
+    chart: ChartData, width: float = 10.0, height: float = 3.6, log_scale: bool = False
+) -> str:
     buf = io.StringIO()
     draw_series(chart, width, height, log_scale).savefig(buf, format="svg", metadata={"Date": None})
     return buf.getvalue()

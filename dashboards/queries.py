@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
+from typing import Any
 
 from sqlalchemy import ColumnElement, and_, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import QueryableAttribute, Session
 
 from tewatch.core.statuses import FAILING_STATUSES
 from tewatch.dashboards import detection
@@ -47,8 +48,15 @@ MATRIX_RANKS = (2, 3, 4)
 # Checks shown beside the compile modes: per input rank (the fake-vs-real shape contract of quantized
 # tensors, which predicts the 3D/4D compile failures) and per recipe (CPU round trip, checkpoint parity).
 RANK_CHECK_OPS = ("shape_contract",)
-ROW_CHECK_OPS = ("cpu_round_trip", "checkpoint", "cpu_ops", "determinism", "nd_update", "dcp_round_trip",
-                 "fsdp_dcp_round_trip")
+ROW_CHECK_OPS = (
+    "cpu_round_trip",
+    "checkpoint",
+    "cpu_ops",
+    "determinism",
+    "nd_update",
+    "dcp_round_trip",
+    "fsdp_dcp_round_trip",
+)
 # Params that place a case in the grid; whatever else a case has (a shape, say) splits rows.
 MATRIX_AXES = frozenset({"recipe", "rank", "mode", "backend", "quantizer", "variant", "world_size"})
 
@@ -111,13 +119,17 @@ def store_state(session: Session) -> tuple:
     """Changes whenever what the case-wide pages show may have changed: an upload (cases, series, verdicts
     and results arrive only with a run), an alert opening or changing status (each adds a status change),
     detection recording or withdrawing a change point. Read it before the data it stands for."""
-    return tuple(session.execute(select(
-        select(func.max(Run.id)).scalar_subquery(),
-        select(func.max(Alert.id)).scalar_subquery(),
-        select(func.max(AlertStatusChange.id)).scalar_subquery(),
-        select(func.max(Detection.id)).scalar_subquery(),
-        select(func.max(Detection.updated_at)).scalar_subquery(),
-    )).one())
+    return tuple(
+        session.execute(
+            select(
+                select(func.max(Run.id)).scalar_subquery(),
+                select(func.max(Alert.id)).scalar_subquery(),
+                select(func.max(AlertStatusChange.id)).scalar_subquery(),
+                select(func.max(Detection.id)).scalar_subquery(),
+                select(func.max(Detection.updated_at)).scalar_subquery(),
+            )
+        ).one()
+    )
 
 
 # ---------------------------------------------------------------------------------------------- cases
@@ -186,12 +198,21 @@ class CaseRow:
         return ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
 
     def matches(self, needle: str) -> bool:
-        haystack = [self.case_name, self.params_label, self.gpu_model, self.status or "", self.verdict_check,
-                    self.exception_class or "", self.message or ""]
+        haystack = [
+            self.case_name,
+            self.params_label,
+            self.gpu_model,
+            self.status or "",
+            self.verdict_check,
+            self.exception_class or "",
+            self.message or "",
+        ]
         return needle in " ".join(haystack).lower()
 
 
-def key_list(session: Session, column: ColumnElement, ids: Sequence[int], name: str) -> ColumnElement[bool]:
+def key_list(
+    session: Session, column: ColumnElement[Any] | QueryableAttribute[Any], ids: Sequence[int], name: str
+) -> ColumnElement[bool]:
     """`column IN ids` as one bound parameter: thousands of ids cost no SQL to render or plan."""
     return in_key_list(session.connection(), column, ids, name)
 
@@ -219,16 +240,30 @@ def _verdict_views(session: Session, verdict_ids: list[int]) -> dict[int, Verdic
         .join(Commit, Commit.id == Run.commit_id)
         .where(key_list(session, Verdict.id, verdict_ids, "verdict_ids"))
     ).all()
-    return {v.id: _verdict_view(v, branch, pr, started or uploaded, sha)
-            for v, branch, pr, started, uploaded, sha in rows}
+    return {
+        v.id: _verdict_view(v, branch, pr, started or uploaded, sha)
+        for v, branch, pr, started, uploaded, sha in rows
+    }
 
 
 def _verdict_view(v: Verdict, branch, pr, at, sha) -> VerdictView:
     return VerdictView(
-        status=v.status.value, check=v.check, exception_class=v.exception_class, message=v.message,
-        traceback_head=v.traceback_head, reason=v.reason, metric=v.metric, metric_value=v.metric_value,
-        tolerance=v.tolerance, extra_checks=v.extra_checks or [], gpu_state=v.gpu_state or {},
-        run_id=v.run_id, commit_sha=sha, branch=branch, pr_number=pr, at=at,
+        status=v.status.value,
+        check=v.check,
+        exception_class=v.exception_class,
+        message=v.message,
+        traceback_head=v.traceback_head,
+        reason=v.reason,
+        metric=v.metric,
+        metric_value=v.metric_value,
+        tolerance=v.tolerance,
+        extra_checks=v.extra_checks or [],
+        gpu_state=v.gpu_state or {},
+        run_id=v.run_id,
+        commit_sha=sha,
+        branch=branch,
+        pr_number=pr,
+        at=at,
     )
 
 
@@ -279,29 +314,61 @@ def _latest_values(session: Session, series_ids: list[int], branch: str) -> dict
         .correlate(Series)
         .scalar_subquery()
     )
-    return dict(session.execute(
-        select(Series.id, latest).where(key_list(session, Series.id, series_ids, "series_ids"))
-    ).all())
+    return dict(
+        session.execute(
+            select(Series.id, latest).where(key_list(session, Series.id, series_ids, "series_ids"))
+        ).all()
+    )
 
 
-_CASE_COLUMNS = (Case.id, Case.case_name, Case.params, Case.gpu_model, Case.backend, Case.recipe, Case.mode,
-                 Case.rank, Case.world_size, Case.labels)
-_VERDICT_BRIEF = (Verdict.id, Verdict.status, Verdict.check, Verdict.exception_class, Verdict.message,
-                  Verdict.reason)
+_CASE_COLUMNS = (
+    Case.id,
+    Case.case_name,
+    Case.params,
+    Case.gpu_model,
+    Case.backend,
+    Case.recipe,
+    Case.mode,
+    Case.rank,
+    Case.world_size,
+    Case.labels,
+)
+_VERDICT_BRIEF = (
+    Verdict.id,
+    Verdict.status,
+    Verdict.check,
+    Verdict.exception_class,
+    Verdict.message,
+    Verdict.reason,
+)
 
 
 def _case_row(case: Sequence, verdict: Sequence) -> CaseRow:
     cid, name, params, gpu, backend, recipe, mode, rank, ws, labels = case
     vid, status, check, exc, message, reason = verdict
     return CaseRow(
-        case_id=cid, case_name=name, params=params or {}, gpu_model=gpu, backend=backend, recipe=recipe,
-        mode=mode, rank=rank, world_size=ws, labels=labels or {}, verdict_id=vid,
-        verdict_status=status.value if status is not None else None, verdict_check=check or "",
-        exception_class=exc, message=message, reason=reason,
+        case_id=cid,
+        case_name=name,
+        params=params or {},
+        gpu_model=gpu,
+        backend=backend,
+        recipe=recipe,
+        mode=mode,
+        rank=rank,
+        world_size=ws,
+        labels=labels or {},
+        verdict_id=vid,
+        verdict_status=status.value if status is not None else None,
+        verdict_check=check or "",
+        exception_class=exc,
+        message=message,
+        reason=reason,
     )
 
 
-def latest_cases(session: Session, filters: Filters, extra: ColumnElement[bool] | None = None) -> list[CaseRow]:
+def latest_cases(
+    session: Session, filters: Filters, extra: ColumnElement[bool] | None = None
+) -> list[CaseRow]:
     """Every case matching the filters (search aside) with its latest verdict in brief, in one statement on
     the latest-verdict tables; then, with no branch chosen, the few cases whose newest verdict is a pull
     request's get their newest non-PR verdict by walking their own history."""
@@ -310,8 +377,10 @@ def latest_cases(session: Session, filters: Filters, extra: ColumnElement[bool] 
     if filters.branch:
         stmt = (
             select(*_CASE_COLUMNS, *_VERDICT_BRIEF)
-            .outerjoin(LatestBranchVerdict, and_(LatestBranchVerdict.case_id == Case.id,
-                                                 LatestBranchVerdict.branch == filters.branch))
+            .outerjoin(
+                LatestBranchVerdict,
+                and_(LatestBranchVerdict.case_id == Case.id, LatestBranchVerdict.branch == filters.branch),
+            )
             .outerjoin(Verdict, Verdict.id == LatestBranchVerdict.verdict_id)
             .where(*where)
         )
@@ -382,13 +451,19 @@ def fill_details(session: Session, rows: list[CaseRow], branch: str) -> None:
 OVER_EAGER = "over_eager"  # the record metric of a compiled case's time over eager's, in one process
 
 
-def _latest_metric(session: Session, case_ids: list[int], metric: str, branch: str) -> dict[int, float | None]:
+def _latest_metric(
+    session: Session, case_ids: list[int], metric: str, branch: str
+) -> dict[int, float | None]:
     """Case id -> the latest value of its record metric `metric` (a series `<case>.<metric>`)."""
     if not case_ids:
         return {}
     found = session.execute(
-        select(Series.case_id, Series.id).join(Benchmark, Benchmark.id == Series.benchmark_id)
-        .where(key_list(session, Series.case_id, case_ids, "metric_case_ids"), Benchmark.name.endswith(f".{metric}"))
+        select(Series.case_id, Series.id)
+        .join(Benchmark, Benchmark.id == Series.benchmark_id)
+        .where(
+            key_list(session, Series.case_id, case_ids, "metric_case_ids"),
+            Benchmark.name.endswith(f".{metric}"),
+        )
     ).all()
     values = _latest_values(session, [series_id for _, series_id in found], branch)
     return {case_id: values.get(series_id) for case_id, series_id in found}
@@ -435,7 +510,7 @@ class Overview:
 
     @property
     def shown(self) -> list[CaseRow]:
-        return self.rows[self.start:self.end]
+        return self.rows[self.start : self.end]
 
 
 def page_bounds(rows: Sequence[CaseRow], per_page: int) -> list[tuple[int, int]]:
@@ -471,7 +546,11 @@ def overview(session: Session, filters: Filters, page: int = 1, per_page: int | 
         rows=rows,
         summaries=sorted(summaries.values(), key=lambda s: (s.suite, s.gpu_model)),
         gpus=sorted({r.gpu_model for r in rows}),
-        page=page, pages=len(bounds), start=start, end=end, group_sizes=dict(group_sizes),
+        page=page,
+        pages=len(bounds),
+        start=start,
+        end=end,
+        group_sizes=dict(group_sizes),
     )
 
 
@@ -540,15 +619,18 @@ def matrix(session: Session, filters: Filters) -> list[Matrix]:
         other = ", ".join(f"{k}={v}" for k, v in sorted(r.params.items()) if k not in MATRIX_AXES)
         grid_key = (r.gpu_model, r.world_size)
         names[grid_key].add(r.case_name)
-        mrow = grids[grid_key].setdefault((r.backend or "", r.recipe or "", other), MatrixRow(r.backend, r.recipe, other))
+        mrow = grids[grid_key].setdefault(
+            (r.backend or "", r.recipe or "", other), MatrixRow(r.backend, r.recipe, other)
+        )
         cell = mrow.cells.get(column)
         variant = str(r.labels.get("variant") or r.params.get("quantizer") or "")
         if cell is None or r.severity < cell.row.severity:
             mrow.cells[column] = MatrixCell(r, variants=cell.variants if cell else [])
         if variant:
             mrow.cells[column].variants.append(variant)
-    in_process = _latest_metric(session, [r.case_id for r in rows if r.mode in MATRIX_MODES[1:]], OVER_EAGER,
-                                filters.branch)
+    in_process = _latest_metric(
+        session, [r.case_id for r in rows if r.mode in MATRIX_MODES[1:]], OVER_EAGER, filters.branch
+    )
     out = []
     for (gpu, ws), grid in sorted(grids.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
         columns = {c for mrow in grid.values() for c in mrow.cells}
@@ -561,12 +643,16 @@ def matrix(session: Session, filters: Filters) -> list[Matrix]:
                     cell.ratio = in_process[cell.row.case_id]
                 elif eager and eager.row.latest_value and cell.row.latest_value is not None:
                     cell.ratio = cell.row.latest_value / eager.row.latest_value
-        out.append(Matrix(
-            gpu_model=gpu, world_size=ws, case_names=sorted(names[(gpu, ws)]),
-            rows=sorted(grid.values(), key=lambda m: (m.backend or "", m.recipe or "", m.other)),
-            rank_checks=[op for op in RANK_CHECK_OPS if any(c[1] == op for c in columns)],
-            row_checks=[op for op in ROW_CHECK_OPS if (0, op) in columns],
-        ))
+        out.append(
+            Matrix(
+                gpu_model=gpu,
+                world_size=ws,
+                case_names=sorted(names[(gpu, ws)]),
+                rows=sorted(grid.values(), key=lambda m: (m.backend or "", m.recipe or "", m.other)),
+                rank_checks=[op for op in RANK_CHECK_OPS if any(c[1] == op for c in columns)],
+                row_checks=[op for op in ROW_CHECK_OPS if (0, op) in columns],
+            )
+        )
     return out
 
 
@@ -604,11 +690,17 @@ def case_detail(session: Session, case_id: int, branch: str = "", history: int =
     ).all()
     sids = [s.id for s in series_rows]
     values = _latest_values(session, sids, branch)
-    counts = dict(
-        session.execute(
-            select(Result.series_id, func.count()).where(Result.series_id.in_(sids)).group_by(Result.series_id)
-        ).all()
-    ) if sids else {}
+    counts = (
+        dict(
+            session.execute(
+                select(Result.series_id, func.count())
+                .where(Result.series_id.in_(sids))
+                .group_by(Result.series_id)
+            ).all()
+        )
+        if sids
+        else {}
+    )
     hist_rows = session.execute(
         select(Verdict, Run.branch, Run.pr_number, Run.started_at, Run.uploaded_at, Commit.sha)
         .join(Run, Run.id == Verdict.run_id)
@@ -625,7 +717,10 @@ def case_detail(session: Session, case_id: int, branch: str = "", history: int =
             SeriesSummary(s.id, s.name, s.unit, values.get(s.id), counts.get(s.id, 0))
             for s in sorted(series_rows, key=lambda s: (primary_rank(s.name, s.unit), s.name))
         ],
-        history=[_verdict_view(v, b, pr, started or uploaded, sha) for v, b, pr, started, uploaded, sha in hist_rows],
+        history=[
+            _verdict_view(v, b, pr, started or uploaded, sha)
+            for v, b, pr, started, uploaded, sha in hist_rows
+        ],
     )
 
 
@@ -657,8 +752,19 @@ def series_header(session: Session, series_id: int) -> SeriesHeader | None:
     if row is None:
         return None
     sid, name, unit, hib, case = row
-    return SeriesHeader(sid, name, unit, bool(hib), case.id, case.case_name, case.params or {}, case.gpu_model,
-                        case.compute_capability, case.backend, case.recipe)
+    return SeriesHeader(
+        sid,
+        name,
+        unit,
+        bool(hib),
+        case.id,
+        case.case_name,
+        case.params or {},
+        case.gpu_model,
+        case.compute_capability,
+        case.backend,
+        case.recipe,
+    )
 
 
 @dataclass
@@ -678,13 +784,30 @@ class SeriesPoint:
     gpu_state: dict
 
 
-def series_points(session: Session, header: SeriesHeader, branch: str = "", last: int | None = None,
-                  with_samples: bool = True, pr: int | None = None) -> list[SeriesPoint]:
+def series_points(
+    session: Session,
+    header: SeriesHeader,
+    branch: str = "",
+    last: int | None = None,
+    with_samples: bool = True,
+    pr: int | None = None,
+) -> list[SeriesPoint]:
     """The series along the commit axis (commit time, then run order), oldest first; `last` keeps the tail.
     With `pr`, the pull request's runs instead of the branch filter's."""
     columns = [
-        Result.run_id, Result.status, Result.value, Result.q_25, Result.q_75, Commit.sha, Commit.committed_at,
-        Run.started_at, Run.environment_id, Run.machine_id, Run.gpu_state, Verdict.status, Verdict.exception_class,
+        Result.run_id,
+        Result.status,
+        Result.value,
+        Result.q_25,
+        Result.q_75,
+        Commit.sha,
+        Commit.committed_at,
+        Run.started_at,
+        Run.environment_id,
+        Run.machine_id,
+        Run.gpu_state,
+        Verdict.status,
+        Verdict.exception_class,
         Verdict.gpu_state,
     ]
     if with_samples:
@@ -707,13 +830,23 @@ def series_points(session: Session, header: SeriesHeader, branch: str = "", last
             samples = json.loads(samples)
         gpu_state = dict(row.gpu_state or {})
         gpu_state.update(row[13] or {})
-        points.append(SeriesPoint(
-            run_id=row.run_id, sha=row.sha, at=row.committed_at or row.started_at, status=row[1].value,
-            value=row.value, q_25=row.q_25, q_75=row.q_75,
-            samples=[s for s in (samples or []) if isinstance(s, (int, float))],
-            verdict=row[11].value if row[11] is not None else None, exception_class=row.exception_class,
-            environment_id=row.environment_id, machine_id=row.machine_id, gpu_state=gpu_state,
-        ))
+        points.append(
+            SeriesPoint(
+                run_id=row.run_id,
+                sha=row.sha,
+                at=row.committed_at or row.started_at,
+                status=row[1].value,
+                value=row.value,
+                q_25=row.q_25,
+                q_75=row.q_75,
+                samples=[s for s in (samples or []) if isinstance(s, (int, float))],
+                verdict=row[11].value if row[11] is not None else None,
+                exception_class=row.exception_class,
+                environment_id=row.environment_id,
+                machine_id=row.machine_id,
+                gpu_state=gpu_state,
+            )
+        )
     return [p for _, p in sorted(zip(order, points, strict=True), key=lambda pair: pair[0])]
 
 
@@ -731,11 +864,15 @@ def series_length(session: Session, series_id: int, branch: str = "") -> int:
     return series_version(session, series_id, branch)[0]
 
 
-def series_version(session: Session, series_id: int, branch: str = "", pr: int | None = None) -> tuple[int, int]:
+def series_version(
+    session: Session, series_id: int, branch: str = "", pr: int | None = None
+) -> tuple[int, int]:
     """How many results the series has under the branch filter (or in pull request `pr`), and its newest run:
     changes on any upload."""
     count, newest = session.execute(
-        select(func.count(), func.max(Result.run_id)).select_from(Result).join(Run, Run.id == Result.run_id)
+        select(func.count(), func.max(Result.run_id))
+        .select_from(Result)
+        .join(Run, Run.id == Result.run_id)
         .where(Result.series_id == series_id, _runs_clause(branch, pr))
     ).one()
     return count or 0, newest or 0
@@ -744,8 +881,10 @@ def series_version(session: Session, series_id: int, branch: str = "", pr: int |
 def pr_comparison(session: Session, series_id: int, pr: int) -> PrComparison | None:
     """The newest comparison of pull request `pr` on this series (a re-run supersedes older ones)."""
     return session.scalars(
-        select(PrComparison).where(PrComparison.pr_number == pr, PrComparison.series_id == series_id)
-        .order_by(PrComparison.id.desc()).limit(1)
+        select(PrComparison)
+        .where(PrComparison.pr_number == pr, PrComparison.series_id == series_id)
+        .order_by(PrComparison.id.desc())
+        .limit(1)
     ).first()
 
 
@@ -755,7 +894,9 @@ def stack_versions(session: Session, environment_ids: set[int], machine_ids: set
     return envs, machines
 
 
-def failed_points(session: Session, header: SeriesHeader, branch: str = "", limit: int = 5) -> list[VerdictView]:
+def failed_points(
+    session: Session, header: SeriesHeader, branch: str = "", limit: int = 5
+) -> list[VerdictView]:
     """The latest failed verdicts of the series' case, with their error text."""
     rows = session.execute(
         select(Verdict, Run.branch, Run.pr_number, Run.started_at, Run.uploaded_at, Commit.sha)
@@ -785,8 +926,12 @@ class RunRow:
 
 
 def runs(session: Session, page: int = 1, per_page: int = 50, gpu: str = "") -> tuple[list[RunRow], int]:
-    stmt = select(Run, Machine, Environment, Commit).join(Machine, Machine.id == Run.machine_id).join(
-        Environment, Environment.id == Run.environment_id).join(Commit, Commit.id == Run.commit_id)
+    stmt = (
+        select(Run, Machine, Environment, Commit)
+        .join(Machine, Machine.id == Run.machine_id)
+        .join(Environment, Environment.id == Run.environment_id)
+        .join(Commit, Commit.id == Run.commit_id)
+    )
     count_stmt = select(func.count()).select_from(Run)
     if gpu:
         stmt = stmt.where(Machine.gpu_model == gpu)
@@ -837,16 +982,33 @@ def run_detail(session: Session, run_id: int, others_shown: int = 300) -> RunDet
     pairs = select(Case, Verdict).join(Verdict, Verdict.case_id == Case.id).where(Verdict.run_id == run_id)
     failing = session.execute(pairs.where(Verdict.status.in_(FAILING))).all()
     others = session.execute(
-        pairs.where(Verdict.status.not_in(FAILING)).order_by(Verdict.status, Case.case_name, Case.id).limit(others_shown)
+        pairs.where(Verdict.status.not_in(FAILING))
+        .order_by(Verdict.status, Case.case_name, Case.id)
+        .limit(others_shown)
     ).all()
-    ordered = sorted(failing, key=lambda cv: (cv[0].case_name, json.dumps(cv[0].params, sort_keys=True, default=str)))
-    ordered += sorted(others, key=lambda cv: (severity(cv[1].status.value, None), cv[0].case_name,
-                                              json.dumps(cv[0].params, sort_keys=True, default=str)))
+    ordered = sorted(
+        failing, key=lambda cv: (cv[0].case_name, json.dumps(cv[0].params, sort_keys=True, default=str))
+    )
+    ordered += sorted(
+        others,
+        key=lambda cv: (
+            severity(cv[1].status.value, None),
+            cv[0].case_name,
+            json.dumps(cv[0].params, sort_keys=True, default=str),
+        ),
+    )
     counts = verdict_counts(session, [run])
-    result_count = sum(((run.summary or {}).get("results") or {}).values()) or session.scalar(
-        select(func.count()).select_from(Result).where(Result.run_id == run_id)) or 0
-    return RunDetail(RunRow(run, machine, env, commit, counts.get(run_id, {})), [tuple(cv) for cv in ordered],
-                     sum(counts.get(run_id, {}).values()), result_count)
+    result_count = (
+        sum(((run.summary or {}).get("results") or {}).values())
+        or session.scalar(select(func.count()).select_from(Result).where(Result.run_id == run_id))
+        or 0
+    )
+    return RunDetail(
+        RunRow(run, machine, env, commit, counts.get(run_id, {})),
+        [tuple(cv) for cv in ordered],
+        sum(counts.get(run_id, {}).values()),
+        result_count,
+    )
 
 
 @dataclass
@@ -862,9 +1024,14 @@ class MachineRow:
 def machines(session: Session) -> list[MachineRow]:
     when = func.coalesce(Run.started_at, Run.uploaded_at)
     ranked = select(
-        Run.machine_id, Run.id, Run.started_at, Run.uploaded_at,
+        Run.machine_id,
+        Run.id,
+        Run.started_at,
+        Run.uploaded_at,
         func.count().over(partition_by=Run.machine_id).label("n"),
-        func.row_number().over(partition_by=Run.machine_id, order_by=(when.desc(), Run.id.desc())).label("rank"),
+        func.row_number()
+        .over(partition_by=Run.machine_id, order_by=(when.desc(), Run.id.desc()))
+        .label("rank"),
     ).subquery()
     stats = {
         row.machine_id: (row.n, row.id, row.started_at, row.uploaded_at)
@@ -879,7 +1046,9 @@ def machines(session: Session) -> list[MachineRow]:
     out = []
     for m in session.scalars(select(Machine).order_by(Machine.gpu_model, Machine.name, Machine.id)):
         n, last_id, started, uploaded = stats.get(m.id, (0, None, None, None))
-        out.append(MachineRow(m, n, last_id, started, uploaded, sorted(per_machine[m.id], key=lambda e: e.id)))
+        out.append(
+            MachineRow(m, n, last_id, started, uploaded, sorted(per_machine[m.id], key=lambda e: e.id))
+        )
     return out
 
 
@@ -922,8 +1091,10 @@ def pr_failures(session: Session, runs: Sequence[Run]) -> PrFailures:
         before = previous_verdicts(session, run)
         out.fixed += fixed_cases(session, run, before)
         rows = session.execute(
-            select(Case, Verdict).join(Verdict, Verdict.case_id == Case.id)
-            .where(Verdict.run_id == run.id, Verdict.status.in_(REPORT_FAILING)).order_by(Case.case_name, Case.id)
+            select(Case, Verdict)
+            .join(Verdict, Verdict.case_id == Case.id)
+            .where(Verdict.run_id == run.id, Verdict.status.in_(REPORT_FAILING))
+            .order_by(Case.case_name, Case.id)
         ).all()
         for case, verdict in rows:
             previous = before.get(case.id)

@@ -14,7 +14,9 @@ CONTENT_SECURITY_POLICY = (
 )
 
 # matplotlib's SVG styles every element inline; an SVG document may do that, and nothing else.
-SVG_CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'"
+SVG_CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'"
+)
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,

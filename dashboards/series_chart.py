@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -65,8 +66,23 @@ class PrOverlay:
     comparison: dict | None = None
 
 
-COMPARISON_FIELDS = ("verdict", "baseline", "head", "effect", "ci_low", "ci_high", "p_value", "q_value", "n_base",
-                     "n_head", "between_run_sigma", "noise_source", "min_effect", "head_run_id", "base_run_ids")
+COMPARISON_FIELDS = (
+    "verdict",
+    "baseline",
+    "head",
+    "effect",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "q_value",
+    "n_base",
+    "n_head",
+    "between_run_sigma",
+    "noise_source",
+    "min_effect",
+    "head_run_id",
+    "base_run_ids",
+)
 
 
 @dataclass
@@ -81,7 +97,9 @@ class ChartData:
     shifts: list[Shift] = field(default_factory=list)
     versions: dict[int, dict] = field(default_factory=dict)  # x -> stack versions at shift points
     pr: PrOverlay | None = None
-    commits: dict[int, str] = field(default_factory=dict)  # x -> the commit there, for axis labels (commit_label)
+    commits: dict[int, str] = field(
+        default_factory=dict
+    )  # x -> the commit there, for axis labels (commit_label)
 
     @property
     def aggregated(self) -> bool:
@@ -90,8 +108,14 @@ class ChartData:
     def as_json(self) -> dict:
         h = self.header
         out = {
-            "series": {"id": h.series_id, "benchmark": h.benchmark, "unit": h.unit,
-                       "higher_is_better": h.higher_is_better, "case_id": h.case_id, "gpu": h.gpu_model},
+            "series": {
+                "id": h.series_id,
+                "benchmark": h.benchmark,
+                "unit": h.unit,
+                "higher_is_better": h.higher_is_better,
+                "case_id": h.case_id,
+                "gpu": h.gpu_model,
+            },
             "total": self.total,
             "offset": self.offset,
             "aggregated": self.aggregated,
@@ -111,15 +135,26 @@ class ChartData:
 
 
 def _point_json(x: int, p: SeriesPoint) -> dict:
-    return {"x": x, "run": p.run_id, "sha": p.sha, "at": p.at.isoformat() if p.at else None, "status": p.status,
-            "value": p.value, "q25": p.q_25, "q75": p.q_75, "samples": p.samples[:MAX_SAMPLES_DRAWN],
-            "verdict": p.verdict, "exception": p.exception_class, "gpu": gpu_summary(p.gpu_state)}
+    return {
+        "x": x,
+        "run": p.run_id,
+        "sha": p.sha,
+        "at": p.at.isoformat() if p.at else None,
+        "status": p.status,
+        "value": p.value,
+        "q25": p.q_25,
+        "q75": p.q_75,
+        "samples": p.samples[:MAX_SAMPLES_DRAWN],
+        "verdict": p.verdict,
+        "exception": p.exception_class,
+        "gpu": gpu_summary(p.gpu_state),
+    }
 
 
 def gpu_summary(state: dict) -> dict:
     """The GPU state worth a tooltip: first/last clocks, power, temperature, throttle reasons; only what was
     recorded (cases that time nothing on the GPU, like the contracts, record empty lists: {})."""
-    out = {}
+    out: dict[str, list[Any]] = {}
     for key in ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c"):
         values = state.get(key)
         if isinstance(values, list) and values:
@@ -132,10 +167,15 @@ def gpu_summary(state: dict) -> dict:
     return out
 
 
-def build(session: Session, header: SeriesHeader, branch: str = "", last: int | None = DEFAULT_LAST,
-          pr: int | None = None) -> ChartData:
+def build(
+    session: Session,
+    header: SeriesHeader,
+    branch: str = "",
+    last: int | None = DEFAULT_LAST,
+    pr: int | None = None,
+) -> ChartData:
     total = queries.series_length(session, header.series_id, branch)
-    detailed = last is not None and last <= MAX_DETAILED_POINTS or total <= MAX_DETAILED_POINTS
+    detailed = (last is not None and last <= MAX_DETAILED_POINTS) or total <= MAX_DETAILED_POINTS
     points = queries.series_points(session, header, branch, last=last, with_samples=detailed)
     offset = total - len(points)
     chart = ChartData(header=header, total=total, offset=offset)
@@ -146,8 +186,9 @@ def build(session: Session, header: SeriesHeader, branch: str = "", last: int | 
     if pr is not None:
         chart.pr = pr_overlay(session, header, pr, total)
     pr_points = chart.pr.points if chart.pr else []
-    envs, machines = queries.stack_versions(session, {p.environment_id for p in points + pr_points},
-                                            {p.machine_id for p in points + pr_points})
+    envs, machines = queries.stack_versions(
+        session, {p.environment_id for p in points + pr_points}, {p.machine_id for p in points + pr_points}
+    )
     chart.shifts = environment_shifts(points, offset, envs, machines)
     chart.commits = commit_labels(points, offset, envs)
     if chart.pr:
@@ -177,7 +218,9 @@ def commit_labels(points: list[SeriesPoint], x0: int, envs: dict) -> dict[int, s
 def pr_overlay(session: Session, header: SeriesHeader, pr: int, x0: int) -> PrOverlay:
     comparison = queries.pr_comparison(session, header.series_id, pr)
     return PrOverlay(
-        number=pr, x0=x0, points=queries.series_points(session, header, pr=pr, last=MAX_DETAILED_POINTS),
+        number=pr,
+        x0=x0,
+        points=queries.series_points(session, header, pr=pr, last=MAX_DETAILED_POINTS),
         comparison={name: getattr(comparison, name) for name in COMPARISON_FIELDS} if comparison else None,
     )
 
@@ -189,13 +232,20 @@ def aggregate(points: list[SeriesPoint], offset: int, size: int) -> list[Bucket]
         values = [p.value for p in chunk if p.value is not None]
         low = [p.q_25 if p.q_25 is not None else p.value for p in chunk if p.value is not None]
         high = [p.q_75 if p.q_75 is not None else p.value for p in chunk if p.value is not None]
-        buckets.append(Bucket(
-            x=offset + start + (len(chunk) - 1) / 2, first_run=chunk[0].run_id, last_run=chunk[-1].run_id,
-            first_sha=chunk[0].sha, last_sha=chunk[-1].sha, n=len(chunk),
-            low=min(low) if low else None, median=statistics.median(values) if values else None,
-            high=max(high) if high else None,
-            failures=sum(1 for p in chunk if p.verdict not in (None, "pass", "unsupported")),
-        ))
+        buckets.append(
+            Bucket(
+                x=offset + start + (len(chunk) - 1) / 2,
+                first_run=chunk[0].run_id,
+                last_run=chunk[-1].run_id,
+                first_sha=chunk[0].sha,
+                last_sha=chunk[-1].sha,
+                n=len(chunk),
+                low=min(low) if low else None,
+                median=statistics.median(values) if values else None,
+                high=max(high) if high else None,
+                failures=sum(1 for p in chunk if p.verdict not in (None, "pass", "unsupported")),
+            )
+        )
     return buckets
 
 
@@ -211,8 +261,12 @@ def environment_shifts(points: list[SeriesPoint], offset: int, envs: dict, machi
         if key not in stacks:
             e, m = envs.get(p.environment_id), machines.get(p.machine_id)
             stacks[key] = {
-                "driver": m.driver if m else "", "cuda": m.cuda if m else "", "cublaslt": m.cublaslt if m else "",
-                "cudnn": m.cudnn if m else "", "torch": e.torch if e else "", "te_version": e.te_version if e else "",
+                "driver": m.driver if m else "",
+                "cuda": m.cuda if m else "",
+                "cublaslt": m.cublaslt if m else "",
+                "cudnn": m.cudnn if m else "",
+                "torch": e.torch if e else "",
+                "te_version": e.te_version if e else "",
             }
         return stacks[key]
 
@@ -228,7 +282,9 @@ def environment_shifts(points: list[SeriesPoint], offset: int, envs: dict, machi
     return shifts
 
 
-def baseline_band(values: list[float | None], cps: list[detection.ChangePointView], offset: int) -> list[BandSegment]:
+def baseline_band(
+    values: list[float | None], cps: list[detection.ChangePointView], offset: int
+) -> list[BandSegment]:
     """The level each segment between change points was judged against, with its limits."""
     finite = [v for v in values if v is not None and v > 0]
     if not finite:

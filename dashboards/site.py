@@ -31,7 +31,8 @@ class SiteFacts:
 def read_facts(session: Session, project_name: str) -> SiteFacts:
     te = session.scalar(select(Case.id).where(Case.backend.in_(TE_BACKENDS)).limit(1)) is not None
     candidates = session.execute(
-        select(Case.mode, Case.rank, Case.labels).where(Case.mode.is_not(None) | Case.backend.is_not(None)))
+        select(Case.mode, Case.rank, Case.labels).where(Case.mode.is_not(None) | Case.backend.is_not(None))
+    )
     has_grid = any(matrix_column(mode, rank, labels or {}) is not None for mode, rank, labels in candidates)
     return SiteFacts(project_name or (TE_SUBJECT if te else GENERAL_SUBJECT), has_grid)
 

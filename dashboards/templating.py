@@ -82,7 +82,7 @@ def is_version_stand_in(sha: str | None, te_version: str | None) -> bool:
     """The sha `tewatch run` files a TE wheel under when the wheel names no commit: a hash of its version."""
     from tewatch.runner.commit import version_hash
 
-    return bool(sha and te_version) and sha == version_hash(te_version)
+    return bool(sha and te_version and sha == version_hash(te_version))
 
 
 def commit_text(sha: str | None, te_version: str | None = None) -> str:
@@ -113,9 +113,15 @@ def make_templates() -> Jinja2Templates:
     env.trim_blocks = True
     env.lstrip_blocks = True
     env.filters.update(
-        value=format_value, ratio=format_ratio, effect=format_effect, when=format_time, sha=short_sha,
+        value=format_value,
+        ratio=format_ratio,
+        effect=format_effect,
+        when=format_time,
+        sha=short_sha,
         commit_text=commit_text,
-        status_class=css_class, noise_source=describe_noise_source, breakable=breakable,
+        status_class=css_class,
+        noise_source=describe_noise_source,
+        breakable=breakable,
     )
     env.globals.update(query_string=query_string, static=static_url, is_version_stand_in=is_version_stand_in)
     return templates

@@ -80,8 +80,15 @@ def page_plan(url: str) -> list[tuple[str, Callable[[random.Random], str]]]:
     engine = make_engine(url)
     with engine.connect() as conn:
         case_ids = list(conn.scalars(select(Case.id)))
-        series_ids = list(conn.scalars(select(Series.id).join(Result, Result.series_id == Series.id)
-                                       .group_by(Series.id).having(func.count() > 1).limit(2000)))
+        series_ids = list(
+            conn.scalars(
+                select(Series.id)
+                .join(Result, Result.series_id == Series.id)
+                .group_by(Series.id)
+                .having(func.count() > 1)
+                .limit(2000)
+            )
+        )
         run_ids = list(conn.scalars(select(Run.id)))
         gpus = list(conn.scalars(select(Machine.gpu_model).distinct()))
         failing_case = conn.scalar(select(Case.id).where(Case.mode.is_not(None)).limit(1)) or case_ids[0]
@@ -92,7 +99,7 @@ def page_plan(url: str) -> list[tuple[str, Callable[[random.Random], str]]]:
         ("overview, search", lambda r: "/?q=error"),
         ("matrix /matrix", lambda r: "/matrix"),
         ("matrix, GPU filter", lambda r: f"/matrix?gpu={r.choice(gpus)}"),
-        ("case /case/{id}", lambda r: f"/case/{r.choice(case_ids + [failing_case])}"),
+        ("case /case/{id}", lambda r: f"/case/{r.choice([*case_ids, failing_case])}"),
         ("series /series/{id}", lambda r: f"/series/{r.choice(series_ids)}"),
         ("series data (last 300)", lambda r: f"/series/{r.choice(series_ids)}/points.json"),
         ("series data (all, bucketed)", lambda r: f"/series/{r.choice(series_ids)}/points.json?last=all"),
@@ -111,16 +118,31 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def time_pages(url: str, requests: int, console: Console, page_cache: bool = True) -> list[tuple[str, int, list[float]]]:
+def time_pages(
+    url: str, requests: int, console: Console, page_cache: bool = True
+) -> list[tuple[str, int, list[float]]]:
     port = free_port()
     env = {"TEWATCH_DATABASE_URL": url, "PATH": "/usr/bin:/bin"}
     if not page_cache:
         env["TEWATCH_DASHBOARD_CACHE_ENTRIES"] = "0"
     with tempfile.NamedTemporaryFile("w+", suffix=".log") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--factory", "tewatch.api.app:create_app", "--host", "127.0.0.1",
-             "--port", str(port), "--log-level", "warning"],
-            env=env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "--factory",
+                "tewatch.api.app:create_app",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         base = f"http://127.0.0.1:{port}"
         try:
@@ -136,7 +158,10 @@ def time_pages(url: str, requests: int, console: Console, page_cache: bool = Tru
                     time.sleep(0.2)
             rng = random.Random(3)
             out = []
-            with httpx.Client(base_url=base, timeout=60) as client, Progress(console=console, transient=True) as bar:
+            with (
+                httpx.Client(base_url=base, timeout=60) as client,
+                Progress(console=console, transient=True) as bar,
+            ):
                 plan = page_plan(url)
                 task = bar.add_task("timing pages", total=len(plan))
                 for name, path in plan:
@@ -164,29 +189,48 @@ def report(title: str, url: str, rows: list[tuple[str, int, list[float]]], conso
         n_cases = conn.scalar(select(func.count()).select_from(Case))
         n_runs = conn.scalar(select(func.count()).select_from(Run))
     engine.dispose()
-    table = Table(title=f"{title}: {n_results:,} results, {n_cases:,} cases, {n_runs:,} runs ({engine.dialect.name})")
+    table = Table(
+        title=f"{title}: {n_results:,} results, {n_cases:,} cases, {n_runs:,} runs ({engine.dialect.name})"
+    )
     for column in ("page", "status", "p50 ms", "p95 ms", "max ms", f"p95 < {TARGET_P95_MS:.0f} ms"):
         table.add_column(column, justify="left" if column == "page" else "right")
     ok = True
     for name, status, times in rows:
         p95 = percentile(times, 95) * 1e3
         ok &= p95 < TARGET_P95_MS and status < 500
-        table.add_row(name, str(status), f"{percentile(times, 50) * 1e3:.1f}", f"{p95:.1f}", f"{max(times) * 1e3:.1f}",
-                      "yes" if p95 < TARGET_P95_MS else "NO")
+        table.add_row(
+            name,
+            str(status),
+            f"{percentile(times, 50) * 1e3:.1f}",
+            f"{p95:.1f}",
+            f"{max(times) * 1e3:.1f}",
+            "yes" if p95 < TARGET_P95_MS else "NO",
+        )
     console.print(table)
     return ok
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--shape", choices=["suites", "wide", "both"], default="both")
     parser.add_argument("--results", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=40, help="timed requests per page")
-    parser.add_argument("--database-url", help="time pages on this database instead of a temporary SQLite one")
-    parser.add_argument("--no-page-cache", dest="page_cache", action="store_false",
-                        help="render the overview and matrix on every request (what the first view after an upload costs)")
-    parser.add_argument("--fill", action="store_true",
-                        help="with --database-url (an empty database, e.g. PostgreSQL): generate one --shape into it first")
+    parser.add_argument(
+        "--database-url", help="time pages on this database instead of a temporary SQLite one"
+    )
+    parser.add_argument(
+        "--no-page-cache",
+        dest="page_cache",
+        action="store_false",
+        help="render the overview and matrix on every request (what the first view after an upload costs)",
+    )
+    parser.add_argument(
+        "--fill",
+        action="store_true",
+        help="with --database-url (an empty database, e.g. PostgreSQL): generate one --shape into it first",
+    )
     args = parser.parse_args()
     console = Console()
     ok = True
@@ -201,11 +245,16 @@ def main() -> None:
         timings = time_pages(args.database_url, args.requests, console, args.page_cache)
         ok = report(title, args.database_url, timings, console)
     else:
-        for shape in (["suites", "wide"] if args.shape == "both" else [args.shape]):
+        for shape in ["suites", "wide"] if args.shape == "both" else [args.shape]:
             with tempfile.TemporaryDirectory() as folder:
                 url = f"sqlite:///{folder}/bench.sqlite3"
                 fills[shape](url, args.results, console)
-                ok &= report(f"{shape} history{cache_note}", url, time_pages(url, args.requests, console, args.page_cache), console)
+                ok &= report(
+                    f"{shape} history{cache_note}",
+                    url,
+                    time_pages(url, args.requests, console, args.page_cache),
+                    console,
+                )
     raise SystemExit(0 if ok else 1)
 
 

@@ -46,20 +46,30 @@ def timed(values: np.ndarray, workers: int) -> tuple[float, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--series", type=int, default=5000)
     parser.add_argument("--commits", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     values = make_series(args.series, args.commits, args.seed)
-    table = Table(title=f"change-point detection, {args.series:,} series x {args.commits} commits "
-                        f"({int(np.isfinite(values).sum()):,} points), target < 10 s")
+    table = Table(
+        title=f"change-point detection, {args.series:,} series x {args.commits} commits "
+        f"({int(np.isfinite(values).sum()):,} points), target < 10 s"
+    )
     for column in ("workers", "seconds", "series/s", "µs/point", "change points", "target"):
         table.add_column(column, justify="right")
     for workers in sorted({1, min(2, os.cpu_count() or 1)}):
         seconds, found = timed(values, workers)
-        table.add_row(str(workers), f"{seconds:.2f}", f"{args.series / seconds:,.0f}",
-                      f"{seconds / values.size * 1e6:.2f}", f"{found:,}", "met" if seconds < 10 else "MISSED")
+        table.add_row(
+            str(workers),
+            f"{seconds:.2f}",
+            f"{args.series / seconds:,.0f}",
+            f"{seconds / values.size * 1e6:.2f}",
+            f"{found:,}",
+            "met" if seconds < 10 else "MISSED",
+        )
     Console().print(table)
 
 

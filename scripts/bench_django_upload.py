@@ -44,17 +44,28 @@ def counts(database_url: str) -> dict[str, int]:
     engine = make_engine(database_url)
     with Session(engine) as session:
         scalar = session.scalar
-        opened = scalar(select(func.count()).select_from(AlertStatusChange).where(AlertStatusChange.to_status == "open"))
+        opened = scalar(
+            select(func.count()).select_from(AlertStatusChange).where(AlertStatusChange.to_status == "open")
+        )
         found = {
             "runs": scalar(select(func.count()).select_from(Run)),
             "results": scalar(select(func.count()).select_from(Result)),
             "series": scalar(select(func.count()).select_from(Series)),
-            "change points (active)": scalar(select(func.count()).select_from(Detection).where(Detection.active)),
-            "change points withdrawn": scalar(select(func.count()).select_from(Detection).where(~Detection.active)),
+            "change points (active)": scalar(
+                select(func.count()).select_from(Detection).where(Detection.active)
+            ),
+            "change points withdrawn": scalar(
+                select(func.count()).select_from(Detection).where(~Detection.active)
+            ),
             "alerts opened": opened,
-            "alerts resolved": scalar(select(func.count()).select_from(AlertStatusChange)
-                                      .where(AlertStatusChange.to_status == "resolved")),
-            "alerts open now": scalar(select(func.count()).select_from(Alert).where(Alert.status == AlertStatus.open)),
+            "alerts resolved": scalar(
+                select(func.count())
+                .select_from(AlertStatusChange)
+                .where(AlertStatusChange.to_status == "resolved")
+            ),
+            "alerts open now": scalar(
+                select(func.count()).select_from(Alert).where(Alert.status == AlertStatus.open)
+            ),
         }
         for kind, n in session.execute(select(Alert.kind, func.count()).group_by(Alert.kind)):
             found[f"  {kind.value} alerts"] = n
@@ -63,7 +74,9 @@ def counts(database_url: str) -> dict[str, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", type=Path, default=DATA, help="the django-ubuntu-latest.tar.xz archive")
     parser.add_argument("--files", type=int, default=None, help="upload only the first N results files")
     parser.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
@@ -82,8 +95,21 @@ def main() -> None:
             start = time.perf_counter()
             with (work / "upload.log").open("wb") as log:
                 done = subprocess.run(
-                    [sys.executable, "-m", "tewatch", "upload", str(results), "--url", service.url,
-                     "--token", token, "--branch", "main"], stdout=log, stderr=subprocess.STDOUT,
+                    [
+                        sys.executable,
+                        "-m",
+                        "tewatch",
+                        "upload",
+                        str(results),
+                        "--url",
+                        service.url,
+                        "--token",
+                        token,
+                        "--branch",
+                        "main",
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
                 )
             wall = time.perf_counter() - start
         tail = (work / "upload.log").read_text().splitlines()[-3:]

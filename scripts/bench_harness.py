@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.gemm import GPU_SAMPLE_SECONDS  # noqa: E402
-from benchmarks.harness.case import Prepared, sample_plan  # noqa: E402
-from benchmarks.harness.profiles import get_profile  # noqa: E402
-from benchmarks.harness.timing import coefficient_of_variation, cuda_samples  # noqa: E402
+from benchmarks.gemm import GPU_SAMPLE_SECONDS
+from benchmarks.harness.case import Prepared, sample_plan
+from benchmarks.harness.profiles import get_profile
+from benchmarks.harness.timing import coefficient_of_variation, cuda_samples
 
 
 def calls() -> dict[str, tuple[object, float, float | None]]:
@@ -66,7 +66,9 @@ def main() -> None:
     rows = []
     for name, (fn, flops, sample_seconds) in calls().items():
         plan = sample_plan(profile, Prepared(fn=fn, device="cuda", sample_seconds=sample_seconds))
-        plan = replace(plan, budget_s=args.budget_s or plan.budget_s, max_samples=args.max_samples or plan.max_samples)
+        plan = replace(
+            plan, budget_s=args.budget_s or plan.budget_s, max_samples=args.max_samples or plan.max_samples
+        )
         ours, theirs, clocks = [], [], []
         for _ in range(args.repeats):
             ours.append(cuda_samples(fn, plan).median)
@@ -74,16 +76,30 @@ def main() -> None:
             theirs.append(do_bench(fn, warmup=25, rep=100, return_mode="median") / 1e3)
         ours_med, theirs_med = statistics.median(ours), statistics.median(theirs)
         follows = stats.pearsonr(ours, clocks).statistic if len(set(clocks)) > 1 else float("nan")
-        rows.append((name, ours_med, theirs_med, (ours_med / theirs_med - 1) * 100,
-                     coefficient_of_variation(ours) * 100, coefficient_of_variation(theirs) * 100,
-                     f"{min(clocks)}-{max(clocks)}", follows, flops / ours_med / 1e12 if flops else None,
-                     f"{plan.budget_s:g} s / {plan.max_samples}"))
-    print(f"\n{'call':34} {'harness us':>11} {'do_bench us':>12} {'diff %':>7} {'CV harness %':>13} "
-          f"{'CV do_bench %':>14} {'SM MHz':>10} {'r(clock)':>9} {'TFLOP/s':>8}  samples (budget / most)")
+        rows.append(
+            (
+                name,
+                ours_med,
+                theirs_med,
+                (ours_med / theirs_med - 1) * 100,
+                coefficient_of_variation(ours) * 100,
+                coefficient_of_variation(theirs) * 100,
+                f"{min(clocks)}-{max(clocks)}",
+                follows,
+                flops / ours_med / 1e12 if flops else None,
+                f"{plan.budget_s:g} s / {plan.max_samples}",
+            )
+        )
+    print(
+        f"\n{'call':34} {'harness us':>11} {'do_bench us':>12} {'diff %':>7} {'CV harness %':>13} "
+        f"{'CV do_bench %':>14} {'SM MHz':>10} {'r(clock)':>9} {'TFLOP/s':>8}  samples (budget / most)"
+    )
     for name, o, t, d, cv_o, cv_t, mhz, r, tf, sampling in rows:
         tfs = f"{tf:8.1f}" if tf else f"{'':>8}"
-        print(f"{name:34} {o * 1e6:11.2f} {t * 1e6:12.2f} {d:7.2f} {cv_o:13.3f} {cv_t:14.3f} {mhz:>10} "
-              f"{r:9.2f} {tfs}  {sampling}")
+        print(
+            f"{name:34} {o * 1e6:11.2f} {t * 1e6:12.2f} {d:7.2f} {cv_o:13.3f} {cv_t:14.3f} {mhz:>10} "
+            f"{r:9.2f} {tfs}  {sampling}"
+        )
     print(f"({args.repeats} alternating repetitions each; CV = stdev/mean of the repetitions' medians)")
 
 

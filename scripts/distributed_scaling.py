@@ -22,7 +22,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tewatch.runner import results as asv_results  # noqa: E402
+from tewatch.runner import results as asv_results
 
 CASE = "distributed.LinearTensorParallel"
 
@@ -48,22 +48,54 @@ def table(results_dir: Path, result_file: Path) -> tuple[Table, Counter]:
             seconds[key] = None if r.value is None else float(r.value)
     verdicts = Counter(rec["verdict"]["status"] for rec in records.values())
     out = Table(title=f"{result_file.parent.name} / {result_file.stem}")
-    for column in ("recipe", "mode", "parallel", "SP", "ranks", "link", "1 GPU ms", "N GPUs ms",
-                   "1 GPU / N", "verdict", "check"):
+    for column in (
+        "recipe",
+        "mode",
+        "parallel",
+        "SP",
+        "ranks",
+        "link",
+        "1 GPU ms",
+        "N GPUs ms",
+        "1 GPU / N",
+        "verdict",
+        "check",
+    ):
         out.add_column(column, justify="right" if "ms" in column or "/" in column else "left")
     for (recipe, mode, ws, parallel, sp), value in sorted(seconds.items(), key=lambda kv: str(kv[0])):
         if ws == 1:
             continue
         base = next((v for (r, m, w, _, _), v in seconds.items() if (r, m, w) == (recipe, mode, 1)), None)
         ratio = base / value if base and value and not math.isnan(base) and not math.isnan(value) else None
-        rec = records.get(asv_results.case_id(CASE, {"recipe": recipe, "world_size": ws, "parallel": parallel,
-                                                     "sequence_parallel": sp, "mode": mode}))
+        rec = records.get(
+            asv_results.case_id(
+                CASE,
+                {
+                    "recipe": recipe,
+                    "world_size": ws,
+                    "parallel": parallel,
+                    "sequence_parallel": sp,
+                    "mode": mode,
+                },
+            )
+        )
         if rec is None and (value is None or math.isnan(value)):
             continue
         verdict = rec["verdict"] if rec else {"status": "—", "check": ""}
         link = rec["labels"].get("interconnect", "") if rec else ""
-        out.add_row(recipe, mode, parallel, "on" if sp else "off", str(ws), link, _ms(base), _ms(value),
-                    "—" if ratio is None else f"{ratio:.2f}", verdict["status"], verdict.get("check", ""))
+        out.add_row(
+            recipe,
+            mode,
+            parallel,
+            "on" if sp else "off",
+            str(ws),
+            link,
+            _ms(base),
+            _ms(value),
+            "—" if ratio is None else f"{ratio:.2f}",
+            verdict["status"],
+            verdict.get("check", ""),
+        )
     return out, verdicts
 
 
@@ -72,7 +104,9 @@ def main() -> int:
     parser.add_argument("results_dirs", type=Path, nargs="+", metavar="results_dir")
     args = parser.parse_args()
     console = Console(width=170)
-    files = [(d, p) for d in args.results_dirs for p in sorted(d.glob("*/*.json")) if p.name != "machine.json"]
+    files = [
+        (d, p) for d in args.results_dirs for p in sorted(d.glob("*/*.json")) if p.name != "machine.json"
+    ]
     if not files:
         console.print(f"no asv results files under {', '.join(map(str, args.results_dirs))}")
         return 1

@@ -39,9 +39,14 @@ ASV_REGRESSION_THRESHOLD = 0.05
 def tewatch_rows(series: ArchiveSeries) -> list[tuple[str, str, str, str]]:
     rows = []
     for cp in detect_change_points(series.values):
-        rows.append((f"{cp.index} {series.commits[cp.index][:8]}", f"{cp.effect:+.1%}",
-                     f"{cp.first_possible_index}-{cp.last_possible_index}",
-                     f"{cp.baseline:.3g} s -> {cp.level_after:.3g} s"))
+        rows.append(
+            (
+                f"{cp.index} {series.commits[cp.index][:8]}",
+                f"{cp.effect:+.1%}",
+                f"{cp.first_possible_index}-{cp.last_possible_index}",
+                f"{cp.baseline:.3g} s -> {cp.level_after:.3g} s",
+            )
+        )
     return rows
 
 
@@ -51,31 +56,49 @@ def asv_step_rows(series: ArchiveSeries, threshold: float) -> list[tuple[str, st
     for before, after in itertools.pairwise(step_detect.detect_steps(data)):
         jump = after[2] / before[2] - 1.0
         if abs(jump) >= threshold:
-            rows.append((f"{after[0]} {series.commits[after[0]][:8]}", f"{jump:+.1%}",
-                         f"{before[1] - 1}-{after[0]}", f"{before[2]:.3g} s -> {after[2]:.3g} s"))
+            rows.append(
+                (
+                    f"{after[0]} {series.commits[after[0]][:8]}",
+                    f"{jump:+.1%}",
+                    f"{before[1] - 1}-{after[0]}",
+                    f"{before[2]:.3g} s -> {after[2]:.3g} s",
+                )
+            )
     return rows
 
 
 def asv_regression_rows(series: ArchiveSeries) -> list[tuple[str, str, str, str]]:
     data = [None if not np.isfinite(v) else float(v) for v in series.values]
-    _, _, regressions = step_detect.detect_regressions(step_detect.detect_steps(data), ASV_REGRESSION_THRESHOLD)
+    _, _, regressions = step_detect.detect_regressions(
+        step_detect.detect_steps(data), ASV_REGRESSION_THRESHOLD
+    )
     rows = []
     for before, after, value_before, best_after in regressions or []:
-        rows.append((f"{after} {series.commits[after][:8]}", f"{best_after / value_before - 1.0:+.1%}",
-                     f"{before}-{after}", f"{value_before:.3g} s -> {best_after:.3g} s"))
+        rows.append(
+            (
+                f"{after} {series.commits[after][:8]}",
+                f"{best_after / value_before - 1.0:+.1%}",
+                f"{before}-{after}",
+                f"{value_before:.3g} s -> {best_after:.3g} s",
+            )
+        )
     return rows
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", type=Path, default=DATA, help="the django-ubuntu-latest.tar.xz archive")
     args = parser.parse_args()
     min_effect = ChangePointConfig().min_effect
     console = Console(width=150)
     for name, series in archive_series(args.data, ENV, list(SERIES)).items():
         measured = int(np.isfinite(series.values).sum())
-        table = Table(title=f"{name.rsplit('.', 2)[-2]}.{name.rsplit('.', 1)[-1]} ({ENV}): {measured} commits, "
-                            f"{series.commits[0][:8]}..{series.commits[-1][:8]}")
+        table = Table(
+            title=f"{name.rsplit('.', 2)[-2]}.{name.rsplit('.', 1)[-1]} ({ENV}): {measured} commits, "
+            f"{series.commits[0][:8]}..{series.commits[-1][:8]}"
+        )
         for column in ("detector", "change at (index, commit)", "effect", "range (indices)", "levels"):
             table.add_column(column)
         for label, rows in (

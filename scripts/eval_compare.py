@@ -32,10 +32,16 @@ from tewatch.ingest.asv_files import samples_by_case
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 # (base, A/A arm) of one machine each
-PAIRS = (("h200-ab-quick/base-results", "h200-ab-quick/aa-results"),
-         ("h200-ab-subset/base-results", "h200-ab-subset/aa-results"))
-FAMILIES = {"quantize": "quantize.Quantize", "gemm": "gemm.Gemm", "linear": "linear.LinearFwdBwd",
-            "contracts": "contracts."}
+PAIRS = (
+    ("h200-ab-quick/base-results", "h200-ab-quick/aa-results"),
+    ("h200-ab-subset/base-results", "h200-ab-subset/aa-results"),
+)
+FAMILIES = {
+    "quantize": "quantize.Quantize",
+    "gemm": "gemm.Gemm",
+    "linear": "linear.LinearFwdBwd",
+    "contracts": "contracts.",
+}
 STEPS = (0.05, 0.10, 0.30)
 ROUNDS = (1, 2, 3, 5)
 SAMPLES = 30
@@ -54,7 +60,10 @@ class Fitted:
 
     def side(self, rng: np.random.Generator, rounds: int, shift: float) -> Side:
         levels = rng.choice(self.process_deviations, rounds)
-        parts = [(1 + shift) * math.exp(level) * np.exp(rng.normal(0, self.within_sigma, SAMPLES)) for level in levels]
+        parts = [
+            (1 + shift) * math.exp(level) * np.exp(rng.normal(0, self.within_sigma, SAMPLES))
+            for level in levels
+        ]
         return Side(np.concatenate(parts), [SAMPLES] * rounds if rounds > 1 else None)
 
 
@@ -85,30 +94,50 @@ def fitted_profiles() -> dict[str, Fitted]:
                 change = math.log(np.median(again[key]) / np.median(base[key])) / math.sqrt(2)
                 deviations[name] += [change, -change]
                 spreads[name] += [float(np.std(np.log(base[key]))), float(np.std(np.log(again[key])))]
-    return {name: Fitted(name, np.array(values), float(np.median(spreads[name])))
-            for name, values in sorted(deviations.items()) if len(values) >= 8}
+    return {
+        name: Fitted(name, np.array(values), float(np.median(spreads[name])))
+        for name, values in sorted(deviations.items())
+        if len(values) >= 8
+    }
 
 
 def score(profile: Fitted, cases: int, rounds: int, sweeps: int, seed: int) -> dict[str, float]:
     rng = np.random.default_rng(seed)
     false = unchanged = 0
-    found = {step: 0 for step in STEPS}
+    found = dict.fromkeys(STEPS, 0)
     changed_total = 0
     for _ in range(sweeps):
-        aa = [ComparePair(profile.side(rng, rounds, 0.0), profile.side(rng, rounds, 0.0), family=profile.name,
-                          paired=rounds > 1) for _ in range(cases)]
+        aa = [
+            ComparePair(
+                profile.side(rng, rounds, 0.0),
+                profile.side(rng, rounds, 0.0),
+                family=profile.name,
+                paired=rounds > 1,
+            )
+            for _ in range(cases)
+        ]
         verdicts = [c.verdict for c in compare_sweep(aa)]
         false += sum(v in FLAGGED for v in verdicts)
         unchanged += sum(v is CompareVerdict.unchanged for v in verdicts)
         changed = cases // 4
         changed_total += changed
         for step in STEPS:
-            pairs = [ComparePair(profile.side(rng, rounds, 0.0), profile.side(rng, rounds, step if i < changed else 0.0),
-                                 family=profile.name, paired=rounds > 1) for i in range(cases)]
+            pairs = [
+                ComparePair(
+                    profile.side(rng, rounds, 0.0),
+                    profile.side(rng, rounds, step if i < changed else 0.0),
+                    family=profile.name,
+                    paired=rounds > 1,
+                )
+                for i in range(cases)
+            ]
             results = compare_sweep(pairs)
             found[step] += sum(c.verdict is CompareVerdict.regression for c in results[:changed])
-    return {"false": false / sweeps * 100 / cases, "unchanged": unchanged / (sweeps * cases),
-            **{f"recall {step}": found[step] / changed_total for step in STEPS}}
+    return {
+        "false": false / sweeps * 100 / cases,
+        "unchanged": unchanged / (sweeps * cases),
+        **{f"recall {step}": found[step] / changed_total for step in STEPS},
+    }
 
 
 def main() -> None:
@@ -117,16 +146,32 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--seed", type=int, default=20261201)
     args = parser.parse_args()
-    table = Table(title=f"PR comparisons on replayed H200 noise: {args.sweeps} sweeps of {args.cases} cases, "
-                        f"{SAMPLES} samples a process, a quarter of the cases changed")
-    for column in ("family, metric", "process σ", "K", "A/A false /100", "A/A unchanged", "+5 %", "+10 %", "+30 %"):
+    table = Table(
+        title=f"PR comparisons on replayed H200 noise: {args.sweeps} sweeps of {args.cases} cases, "
+        f"{SAMPLES} samples a process, a quarter of the cases changed"
+    )
+    for column in (
+        "family, metric",
+        "process σ",
+        "K",
+        "A/A false /100",
+        "A/A unchanged",
+        "+5 %",
+        "+10 %",
+        "+30 %",
+    ):
         table.add_column(column, justify="right")
     for name, profile in fitted_profiles().items():
         for rounds in ROUNDS:
             result = score(profile, args.cases, rounds, args.sweeps, args.seed)
-            table.add_row(name, f"{profile.robust_sigma * 100:.2f} %", str(rounds), f"{result['false']:.2f}",
-                          f"{result['unchanged'] * 100:.0f} %",
-                          *(f"{result[f'recall {step}'] * 100:.0f} %" for step in STEPS))
+            table.add_row(
+                name,
+                f"{profile.robust_sigma * 100:.2f} %",
+                str(rounds),
+                f"{result['false']:.2f}",
+                f"{result['unchanged'] * 100:.0f} %",
+                *(f"{result[f'recall {step}'] * 100:.0f} %" for step in STEPS),
+            )
     Console().print(table)
 
 

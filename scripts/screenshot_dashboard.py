@@ -21,8 +21,15 @@ from playwright.sync_api import sync_playwright
 
 from tewatch.campaign.service_process import ServiceProcess
 
-PAGES = {"overview": "/", "matrix": "/matrix", "pr-1": "/pr/1", "alerts": "/alerts", "runs": "/runs",
-         "machines": "/machines", "docs": "/docs"}
+PAGES = {
+    "overview": "/",
+    "matrix": "/matrix",
+    "pr-1": "/pr/1",
+    "alerts": "/alerts",
+    "runs": "/runs",
+    "machines": "/machines",
+    "docs": "/docs",
+}
 
 
 def copy_database(source: str, folder: Path) -> str:
@@ -42,7 +49,10 @@ def pages(url: str) -> dict[str, str]:
     found = dict(PAGES)
     if not httpx.get(f"{url}/api/v1/runs", params={"pr": 1}).json()["items"]:
         del found["pr-1"]
-    effects = {row["series_id"]: abs(row["effect"] or 0) for row in httpx.get(f"{url}/api/v1/prs/1/comparisons").json()}
+    effects = {
+        row["series_id"]: abs(row["effect"] or 0)
+        for row in httpx.get(f"{url}/api/v1/prs/1/comparisons").json()
+    }
     alerts = httpx.get(f"{url}/api/v1/alerts", params={"status": "open", "kind": "regression"}).json()
     worst_series = None
     if alerts:
@@ -62,8 +72,9 @@ def to_palette(file: Path, colors: int) -> None:
     from PIL import Image
 
     with Image.open(file) as image:
-        flat = image.convert("RGB").quantize(colors=colors, method=Image.Quantize.FASTOCTREE,
-                                             dither=Image.Dither.NONE)
+        flat = image.convert("RGB").quantize(
+            colors=colors, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
+        )
     flat.save(file, optimize=True)
 
 
@@ -93,7 +104,9 @@ def main() -> None:
     parser.add_argument("out", type=Path, help="folder for the PNG files")
     parser.add_argument("--max-height", type=int, default=1600, help="clip pages taller than this (px)")
     parser.add_argument("--scale", type=float, default=1.0, help="device scale factor")
-    parser.add_argument("--colors", type=int, default=128, help="palette size of the PNGs; 0 keeps full colour")
+    parser.add_argument(
+        "--colors", type=int, default=128, help="palette size of the PNGs; 0 keeps full colour"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         database_url = copy_database(args.database, Path(tmp))

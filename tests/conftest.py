@@ -137,7 +137,9 @@ class LiveServer:
             engine.dispose()
 
 
-def start_server(db_url: str, log_path: Path, *extra_args: str, env: dict[str, str] | None = None) -> LiveServer:
+def start_server(
+    db_url: str, log_path: Path, *extra_args: str, env: dict[str, str] | None = None
+) -> LiveServer:
     from tewatch.store.database import make_engine
     from tewatch.store.tokens import create_token
 

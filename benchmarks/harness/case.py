@@ -48,11 +48,16 @@ LONG_SPAN_MAX_SAMPLES = 1000
 
 
 def sample_plan(profile: Profile, prepared: Prepared) -> TimingPlan:
-    plan = TimingPlan(budget_s=profile.sample_budget_s, min_samples=profile.min_samples,
-                      max_samples=profile.max_samples, flush_l2=prepared.flush_l2)
+    plan = TimingPlan(
+        budget_s=profile.sample_budget_s,
+        min_samples=profile.min_samples,
+        max_samples=profile.max_samples,
+        flush_l2=prepared.flush_l2,
+    )
     if prepared.sample_seconds:
-        return replace(plan, budget_s=max(plan.budget_s, prepared.sample_seconds),
-                       max_samples=LONG_SPAN_MAX_SAMPLES)
+        return replace(
+            plan, budget_s=max(plan.budget_s, prepared.sample_seconds), max_samples=LONG_SPAN_MAX_SAMPLES
+        )
     return plan
 
 
@@ -84,7 +89,7 @@ class Case(abc.ABC):
     # -- asv entry points ------------------------------------------------------------------------
 
     def setup(self, *values: Any) -> None:
-        p = dict(zip(self.param_names, values))
+        p = dict(zip(self.param_names, values, strict=False))
         profile = current_profile()
         if profile.device == "cpu" and profile.cpu_threads:
             import torch
@@ -146,7 +151,7 @@ class Case(abc.ABC):
         name, call = self.prepared.reference
         try:
             reference = measure(call, self.prepared.device, plan)
-        except Exception as exc:  # noqa: BLE001 - the reference costs the case its ratio, never its verdict
+        except Exception as exc:  # the reference costs the case its ratio, never its verdict
             self.record.notes.append(f"no ratio over {name}: {type(exc).__name__}: {exc}"[:500])
             return
         self.record.metric(f"over_{name}", timing.median / reference.median, "ratio")
@@ -157,7 +162,7 @@ class Case(abc.ABC):
         assert self.prepared is not None
         try:
             kernels = kernel_samples(self.prepared.fn, plan, kernel_call_count(timing.median, plan))
-        except Exception as exc:  # noqa: BLE001 - CUPTI unavailable, or busy in another profiler
+        except Exception as exc:  # CUPTI unavailable, or busy in another profiler
             self.record.notes.append(f"no kernel time: {type(exc).__name__}: {exc}"[:500])
             return
         if not kernels:
@@ -177,7 +182,7 @@ class Case(abc.ABC):
         records.write_record(self.record)
 
 
-def _open_nvml():  # noqa: ANN202
+def _open_nvml():
     from benchmarks.harness.gpu_state import Nvml
 
     return Nvml.open()

@@ -15,8 +15,14 @@ from benchmarks.harness.numerics import differing_buffers, max_abs_difference
 RECIPES = ("fp8-delayed", "fp8-current", "fp8-block", "mxfp8", "nvfp4")
 
 
-def dcp_round_trip(original: Any, fresh: Any, folder: Path, buffers: Callable[[Any], dict[str, Any]],
-                   forward: Callable[[Any], Any], distributed: bool = False) -> list[records.Check]:
+def dcp_round_trip(
+    original: Any,
+    fresh: Any,
+    folder: Path,
+    buffers: Callable[[Any], dict[str, Any]],
+    forward: Callable[[Any], Any],
+    distributed: bool = False,
+) -> list[records.Check]:
     """Save `original`, load into `fresh` (built alike, other values), compare. `distributed`: every rank
     of the default process group calls this, with the same `folder`."""
     import torch.distributed.checkpoint as dcp
@@ -35,8 +41,15 @@ def dcp_round_trip(original: Any, fresh: Any, folder: Path, buffers: Callable[[A
         return [records.Check(check="dcp_save", status="pass"), records.from_exception("dcp_load", exc)]
     differing = differing_buffers(buffers(original), buffers(fresh))
     return [
-        records.Check(check="dcp_buffers", status="fail_accuracy" if differing else "pass",
-                      metric="differing_buffers", value=float(len(differing)), tolerance=0.0,
-                      details={"differing": differing} if differing else None),
-        records.compare("dcp_forward", "max_abs_diff", max_abs_difference(forward(fresh), forward(original)), 0.0),
+        records.Check(
+            check="dcp_buffers",
+            status="fail_accuracy" if differing else "pass",
+            metric="differing_buffers",
+            value=float(len(differing)),
+            tolerance=0.0,
+            details={"differing": differing} if differing else None,
+        ),
+        records.compare(
+            "dcp_forward", "max_abs_diff", max_abs_difference(forward(fresh), forward(original)), 0.0
+        ),
     ]

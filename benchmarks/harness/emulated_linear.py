@@ -16,14 +16,14 @@ from benchmarks.nvfp4_emulation import gemm_nvfp4, quantize_nvfp4, quantize_nvfp
 
 class _EmulatedNVFP4Linear(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(x, weight)
         x_q = quantize_nvfp4(x)
         w_q = quantize_nvfp4(weight, block_2d=True)
         return gemm_nvfp4(x_q, w_q, out_dtype=x.dtype)
 
     @staticmethod
-    def backward(ctx, grad_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # noqa: ANN001
+    def backward(ctx, grad_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x, weight = ctx.saved_tensors
         k = x.shape[-1]
         dy2d = grad_out.reshape(-1, grad_out.shape[-1])

@@ -55,8 +55,10 @@ class Capabilities:
         missing = [n for n in FEATURES if n not in data]
         if missing:
             raise ValueError(f"capabilities lack {missing}")
-        return cls(**{n: (bool(data[n][0]), str(data[n][1])) for n in FEATURES},
-                   te_error=str(data.get("te_error", "")))
+        return cls(
+            **{n: (bool(data[n][0]), str(data[n][1])) for n in FEATURES},
+            te_error=str(data.get("te_error", "")),
+        )
 
 
 class TransformerEngineUnavailable(RuntimeError):

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 
-def fwd_bwd(module: Any, forward: Callable[[Any], Any], x: Any, dy: Any, cudagraphs: bool = False
-            ) -> tuple[Any, Any, Any]:
+def fwd_bwd(
+    module: Any, forward: Callable[[Any], Any], x: Any, dy: Any, cudagraphs: bool = False
+) -> tuple[Any, Any, Any]:
     """One forward+backward from fresh leaves: (output, dgrad, wgrad), detached copies."""
     import torch
 
@@ -20,8 +21,9 @@ def fwd_bwd(module: Any, forward: Callable[[Any], Any], x: Any, dy: Any, cudagra
     return y.detach().clone(), inp.grad.detach().clone(), module.weight.grad.detach().clone()
 
 
-def timed_fwd_bwd(module: Any, forward: Callable[[Any], Any], x: Any, dy: Any, cudagraphs: bool
-                  ) -> Callable[[], None]:
+def timed_fwd_bwd(
+    module: Any, forward: Callable[[Any], Any], x: Any, dy: Any, cudagraphs: bool
+) -> Callable[[], None]:
     """The step the timing loop repeats: forward+backward on one leaf whose gradients are reset."""
     import torch
 

@@ -41,5 +41,8 @@ def bytes_equal(a: Any, b: Any) -> bool:
 
 def differing_buffers(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """Names of the buffers that one side lacks or whose bytes differ."""
-    return sorted(n for n in set(before) | set(after)
-                  if n not in before or n not in after or not bytes_equal(before[n], after[n]))
+    return sorted(
+        n
+        for n in set(before) | set(after)
+        if n not in before or n not in after or not bytes_equal(before[n], after[n])
+    )

@@ -66,8 +66,10 @@ def requested() -> set[str]:
     names = {n.strip() for n in os.environ.get(ENV, "").split(",") if n.strip()}
     unknown = names - set(TORCH_REF) - set(TE)
     if unknown:
-        raise ValueError(f"{ENV} names unknown perturbations: {', '.join(sorted(unknown))}; "
-                         f"known: {', '.join(sorted(set(TORCH_REF) | set(TE)))}")
+        raise ValueError(
+            f"{ENV} names unknown perturbations: {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(set(TORCH_REF) | set(TE)))}"
+        )
     return names
 
 
@@ -136,12 +138,13 @@ def _shape_key(args: tuple, kwargs: dict) -> Hashable:
     return tuple(tuple(getattr(a, "shape", ())) for a in (*args, *kwargs.values()))
 
 
-def slower_by(name: str, original: Callable, fraction: float,
-              clock_factory: Callable[[], Any] = _default_clock) -> Callable:
+def slower_by(
+    name: str, original: Callable, fraction: float, clock_factory: Callable[[], Any] = _default_clock
+) -> Callable:
     """`original`, taking `fraction` longer: the first CALIBRATION_CALLS calls of each input shape measure
     it (the fastest of those after COLD_CALLS: the first calls of a case are its checks and warm-up, two
     to three times slower on an H200), every call after them is followed by a delay of that share."""
-    clock = None
+    clock: Any = None
     delays: dict[Hashable, float] = {}
     measured: dict[Hashable, list[float]] = {}
 
@@ -190,10 +193,11 @@ def _nondeterministic(emu: Any) -> None:
 
     for name in ("quantize_nvfp4", "quantize_nvfp4_columnwise"):
         original = getattr(emu, name)
-        calls = Counter()
+        calls: Counter[str] = Counter()
 
-        def flipping(x: Any, *args: Any, _original: Callable = original, _calls: Counter = calls,
-                     **kwargs: Any) -> Any:
+        def flipping(
+            x: Any, *args: Any, _original: Callable = original, _calls: Counter = calls, **kwargs: Any
+        ) -> Any:
             touched["torchref-nondeterministic"] += 1
             q = _original(x, *args, **kwargs)
             _calls["n"] += 1
@@ -241,7 +245,7 @@ def _compile_eval_path(emu: Any) -> None:
             return x @ self.weight.t()
         return original(self, x)
 
-    emulated_linear.EmulatedNVFP4Linear.forward = forward
+    emulated_linear.EmulatedNVFP4Linear.forward = forward  # type: ignore[method-assign]
 
 
 def _compile_stale_weight(emu: Any) -> None:
@@ -263,7 +267,7 @@ def _compile_stale_weight(emu: Any) -> None:
         baked = self.weight + (self._baked_weight - self.weight).detach()  # the old values, the new gradient
         return emulated_linear._EmulatedNVFP4Linear.apply(x, baked)
 
-    emulated_linear.EmulatedNVFP4Linear.forward = forward
+    emulated_linear.EmulatedNVFP4Linear.forward = forward  # type: ignore[method-assign]
 
 
 def _fsdp_stale_load(emu: Any) -> None:
@@ -286,7 +290,7 @@ def _fsdp_stale_load(emu: Any) -> None:
         if not isinstance(self.weight, DTensor):
             load(self, *args, **kwargs)
 
-    cls._save_to_state_dict, cls._load_from_state_dict = copied, stale
+    cls._save_to_state_dict, cls._load_from_state_dict = copied, stale  # type: ignore[method-assign]
 
 
 def _te_ref_extra_sync(te: Any) -> None:
@@ -359,8 +363,9 @@ def _fp8_current_extra_pass(te: Any) -> None:
     for method in ("quantize_impl", "update_quantized"):
         original = getattr(cls, method)
 
-        def with_extra_pass(self: Any, tensor: Any, *args: Any, _original: Callable = original,
-                            **kwargs: Any) -> Any:
+        def with_extra_pass(
+            self: Any, tensor: Any, *args: Any, _original: Callable = original, **kwargs: Any
+        ) -> Any:
             touched["fp8-current-extra-pass"] += 1
             tensor.abs().amax()  # the redundant read of the input
             return _original(self, tensor, *args, **kwargs)

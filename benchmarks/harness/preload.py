@@ -8,6 +8,7 @@ from creating one). It then sets TEWATCH_PRELOAD=1 for the benchmark processes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -27,10 +28,9 @@ def preload(with_te: bool) -> None:
     from benchmarks.harness import te_ops
 
     if with_te:
-        try:
+        # every case that needs TE meets and records the same error itself
+        with contextlib.suppress(Exception):
             te_ops.loaded()
-        except Exception:  # noqa: S110 - every case that needs TE meets and records the same error itself
-            pass
     if torch.cuda.is_initialized():
         raise PreloadInitialisedCuda("importing torch and Transformer Engine initialised CUDA")
 
@@ -65,5 +65,7 @@ def fork_check(with_te: bool) -> dict[str, Any]:
     code = os.waitstatus_to_exitcode(status)
     if code == 0:
         return {"safe": True, "reason": "a child forked after the imports ran a CUDA kernel"}
-    return {"safe": False, "reason": f"a child forked after the imports could not run a CUDA kernel "
-                                     f"(exit code {code})"}
+    return {
+        "safe": False,
+        "reason": f"a child forked after the imports could not run a CUDA kernel (exit code {code})",
+    }

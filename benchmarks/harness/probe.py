@@ -66,8 +66,9 @@ def probe() -> dict[str, Any]:
     import torch
 
     # before anything here creates a CUDA context: can asv fork cases from a process holding TE?
-    fork = preload.fork_check(with_te=True) if torch.cuda.is_available() else {
-        "safe": True, "reason": "no GPU"}
+    fork = (
+        preload.fork_check(with_te=True) if torch.cuda.is_available() else {"safe": True, "reason": "no GPU"}
+    )
     # TE first: loading cuDNN through torch before TE imports can bind the wrong libcudnn for TE
     try:
         capabilities = gates.capabilities_from_te().to_json()

@@ -38,8 +38,15 @@ class Profile:
     min_samples: int
     max_samples: int
     # the general checks of benchmarks/checks.py this profile runs
-    general_checks: tuple[str, ...] = ("Determinism", "OddShapes", "CpuOps", "NdUpdate", "DcpRoundTrip",
-                                       "CompileSequence", "CompiledLayer")
+    general_checks: tuple[str, ...] = (
+        "Determinism",
+        "OddShapes",
+        "CpuOps",
+        "NdUpdate",
+        "DcpRoundTrip",
+        "CompileSequence",
+        "CompiledLayer",
+    )
     # torch's intra-op threads for CPU cases: one, so that a busy core beside the run slows a case by its
     # share and no more (two spinning threads on a 2-core machine with one core taken ran 50x slower)
     cpu_threads: int | None = None

@@ -89,7 +89,7 @@ def from_exception(check: str, exc: BaseException) -> Check:
     """An `error` (or `oom`) check carrying the exception's class, message and traceback head."""
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     lines = tb.rstrip().splitlines()
-    head = "\n".join(lines[:TRACEBACK_HEAD_LINES] + (["..."] + lines[-4:] if len(lines) > 16 else lines[12:]))
+    head = "\n".join(lines[:TRACEBACK_HEAD_LINES] + (["...", *lines[-4:]] if len(lines) > 16 else lines[12:]))
     message = str(exc) or repr(exc)
     return Check(
         check=check,

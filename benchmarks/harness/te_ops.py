@@ -17,15 +17,19 @@ NVFP4_GLOBAL = 6.0 * 448.0
 
 # quantizer variants of the quantize and contract suites
 NVFP4_VARIANTS = {
-    "nvfp4-row": dict(rowwise=True, columnwise=False),
-    "nvfp4-col": dict(rowwise=False, columnwise=True),
-    "nvfp4-both": dict(rowwise=True, columnwise=True),
-    "nvfp4-rht": dict(rowwise=True, columnwise=True, with_rht=True, with_post_rht_amax=True),
-    "nvfp4-rht-col": dict(rowwise=False, columnwise=True, with_rht=True, with_post_rht_amax=True),
-    "nvfp4-2d": dict(rowwise=True, columnwise=True, with_2d_quantization=True),
-    "nvfp4-sr": dict(
-        rowwise=True, columnwise=True, with_rht=True, with_post_rht_amax=True, stochastic_rounding=True
-    ),
+    "nvfp4-row": {"rowwise": True, "columnwise": False},
+    "nvfp4-col": {"rowwise": False, "columnwise": True},
+    "nvfp4-both": {"rowwise": True, "columnwise": True},
+    "nvfp4-rht": {"rowwise": True, "columnwise": True, "with_rht": True, "with_post_rht_amax": True},
+    "nvfp4-rht-col": {"rowwise": False, "columnwise": True, "with_rht": True, "with_post_rht_amax": True},
+    "nvfp4-2d": {"rowwise": True, "columnwise": True, "with_2d_quantization": True},
+    "nvfp4-sr": {
+        "rowwise": True,
+        "columnwise": True,
+        "with_rht": True,
+        "with_post_rht_amax": True,
+        "stochastic_rounding": True,
+    },
 }
 
 
@@ -41,9 +45,16 @@ def loaded() -> SimpleNamespace:
 
     from benchmarks.harness import perturb
 
-    namespace = SimpleNamespace(te=te, tex=tex, recipe=recipe, general_gemm=general_gemm,
-                                ref=reference_nvfp4, ref_utils=reference_utils,
-                                fp8=tex.DType.kFloat8E4M3, fp4=tex.DType.kFloat4E2M1)
+    namespace = SimpleNamespace(
+        te=te,
+        tex=tex,
+        recipe=recipe,
+        general_gemm=general_gemm,
+        ref=reference_nvfp4,
+        ref_utils=reference_utils,
+        fp8=tex.DType.kFloat8E4M3,
+        fp4=tex.DType.kFloat4E2M1,
+    )
     perturb.apply_to_te(namespace)
     return namespace
 
@@ -56,7 +67,9 @@ def quantizer(variant: str, *, rowwise: bool = True, columnwise: bool = True) ->
     if variant in NVFP4_VARIANTS:
         return m.te.NVFP4Quantizer(fp4_dtype=m.fp4, **NVFP4_VARIANTS[variant])
     if variant == "fp8-current":
-        return m.te.Float8CurrentScalingQuantizer(m.fp8, torch.device("cuda"), rowwise=rowwise, columnwise=columnwise)
+        return m.te.Float8CurrentScalingQuantizer(
+            m.fp8, torch.device("cuda"), rowwise=rowwise, columnwise=columnwise
+        )
     if variant in ("fp8-block", "fp8-block-1d"):
         return m.te.Float8BlockQuantizer(m.fp8, rowwise=rowwise, columnwise=columnwise, block_scaling_dim=1)
     if variant == "fp8-block-2d":

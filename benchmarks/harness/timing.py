@@ -66,7 +66,9 @@ def sample_count(per_call_s: float, plan: TimingPlan) -> int:
     return max(plan.min_samples, min(plan.max_samples, wanted))
 
 
-def cpu_samples(fn: Callable[[], Any], plan: TimingPlan, clock: Callable[[], float] = time.perf_counter) -> Timing:
+def cpu_samples(
+    fn: Callable[[], Any], plan: TimingPlan, clock: Callable[[], float] = time.perf_counter
+) -> Timing:
     def one() -> float:
         t0 = clock()
         fn()
@@ -121,7 +123,7 @@ def cuda_samples(fn: Callable[[], Any], plan: TimingPlan) -> Timing:
         fn()
         ends[i].record()
     torch.cuda.synchronize()
-    return Timing([s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)])
+    return Timing([s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)])
 
 
 KERNEL_CALLS = 20

@@ -23,6 +23,7 @@ def exact_div(numerator: torch.Tensor | float, denominator: torch.Tensor | float
     rounded to float32, which is exact for a quotient (53 >= 2 * 24 + 2 bits). Triton's float32 division,
     which torch.compile emits on GPUs, may be 2 ulp off (div.full.f32); one ulp of an encode scale moves
     block scales across E4M3 rounding boundaries, and compiled torch-ref would differ from eager."""
+
     def wide(value: torch.Tensor | float) -> torch.Tensor | float:
         return value.to(torch.float64) if isinstance(value, torch.Tensor) else float(value)
 

@@ -21,9 +21,7 @@ def _dims(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.lower().split("x"))
 
 
-def _cases(
-    shape: tuple[int, int], gemm: tuple[int, int, int], device: str
-) -> dict[str, Callable[[], object]]:
+def _cases(shape: tuple[int, ...], gemm: tuple[int, ...], device: str) -> dict[str, Callable[[], object]]:
     g = torch.Generator(device=device).manual_seed(0)
     x = torch.randn(shape, generator=g, device=device, dtype=torch.bfloat16)
     q = quantize_nvfp4(x)

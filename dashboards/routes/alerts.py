@@ -24,12 +24,21 @@ ALERT_ACTION_URL = "/api/v1/alerts/{id}/status"
 
 
 @router.get("/alerts", response_class=HTMLResponse)
-def alerts(request: Request, session: Annotated[Session, Depends(get_session)], kind: str = "") -> HTMLResponse:
+def alerts(
+    request: Request, session: Annotated[Session, Depends(get_session)], kind: str = ""
+) -> HTMLResponse:
     kinds = [k.value for k in AlertKind]
     if kind and kind not in kinds:
         return error_page(request, 400, f"kind must be one of {', '.join(kinds)}, got {kind!r}")
     return render(
-        request, "alerts.html", nav="alerts", title="Alerts", live=detection.alerts(session, live=True, kind=kind),
+        request,
+        "alerts.html",
+        nav="alerts",
+        title="Alerts",
+        live=detection.alerts(session, live=True, kind=kind),
         history=detection.alerts(session, live=False, kind=kind, limit=100),
-        counts=detection.alert_counts(session), kind=kind, kinds=kinds, action_url=ALERT_ACTION_URL,
+        counts=detection.alert_counts(session),
+        kind=kind,
+        kinds=kinds,
+        action_url=ALERT_ACTION_URL,
     )

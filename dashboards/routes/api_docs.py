@@ -20,7 +20,12 @@ SWAGGER_UI_PARAMETERS = {**swagger_ui_default_parameters, "validatorUrl": None}
 def api_docs(request: Request) -> HTMLResponse:
     app = request.app
     root_path = request.scope.get("root_path", "").rstrip("/")
-    return templates.TemplateResponse(request, "api_docs.html", {
-        "title": f"{app.title} API", "openapi_url": root_path + (app.openapi_url or "/openapi.json"),
-        "parameters": SWAGGER_UI_PARAMETERS,
-    })
+    return templates.TemplateResponse(
+        request,
+        "api_docs.html",
+        {
+            "title": f"{app.title} API",
+            "openapi_url": root_path + (app.openapi_url or "/openapi.json"),
+            "parameters": SWAGGER_UI_PARAMETERS,
+        },
+    )

@@ -18,8 +18,9 @@ router = APIRouter(route_class=SecureHeadersRoute)
 
 
 @router.get("/case/{case_id}", response_class=HTMLResponse)
-def case(request: Request, case_id: PathInt, session: Annotated[Session, Depends(get_session)],
-         branch: str = "") -> HTMLResponse:
+def case(
+    request: Request, case_id: PathInt, session: Annotated[Session, Depends(get_session)], branch: str = ""
+) -> HTMLResponse:
     detail = queries.case_detail(session, case_id, branch=branch.strip())
     if detail is None:
         return error_page(request, 404, f"There is no case {case_id}.")

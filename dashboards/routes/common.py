@@ -22,10 +22,16 @@ _cache_lock = threading.Lock()
 DEFAULT_CACHE_ENTRIES = 64
 
 
-def render(request: Request, template: str, *, nav: str = "", title: str = "", status_code: int = 200,
-           **context: Any) -> HTMLResponse:
-    context.update(nav=nav, title=title, now=format_time(datetime.now(UTC)),
-                   params=dict(request.query_params), site=site_facts(request))
+def render(
+    request: Request, template: str, *, nav: str = "", title: str = "", status_code: int = 200, **context: Any
+) -> HTMLResponse:
+    context.update(
+        nav=nav,
+        title=title,
+        now=format_time(datetime.now(UTC)),
+        params=dict(request.query_params),
+        site=site_facts(request),
+    )
     return templates.TemplateResponse(request, template, context, status_code=status_code)
 
 
@@ -35,17 +41,24 @@ def content_cache(request: Request) -> RenderCache:
     with _cache_lock:
         if not hasattr(state, "dashboard_cache"):
             settings = getattr(state, "settings", None)
-            state.dashboard_cache = RenderCache(getattr(settings, "dashboard_cache_entries", DEFAULT_CACHE_ENTRIES))
+            state.dashboard_cache = RenderCache(
+                getattr(settings, "dashboard_cache_entries", DEFAULT_CACHE_ENTRIES)
+            )
         return state.dashboard_cache
 
 
-def cached_content(request: Request, session: Session, template: str, build: Callable[[], dict[str, Any]]) -> Markup:
+def cached_content(
+    request: Request, session: Session, template: str, build: Callable[[], dict[str, Any]]
+) -> Markup:
     """`template` rendered with what `build()` reads, reused while the store's state and the query stay the
     same: the pages that read every case cost one small query between uploads."""
     key = (template, tuple(sorted(request.query_params.multi_items())), store_state(session))
     params = dict(request.query_params)
-    return Markup(content_cache(request).get_or_render(
-        key, lambda: templates.get_template(template).render(params=params, **build())))
+    return Markup(
+        content_cache(request).get_or_render(
+            key, lambda: templates.get_template(template).render(params=params, **build())
+        )
+    )
 
 
 def error_page(request: Request, status_code: int, message: str) -> HTMLResponse:
@@ -64,8 +77,9 @@ def whole_number(text: str, low: int, high: int) -> int | None:
     return number if low <= number <= high else None
 
 
-def parse_filters(gpu: str = "", recipe: str = "", backend: str = "", branch: str = "", q: str = "",
-                  world_size: str = "") -> Filters:
+def parse_filters(
+    gpu: str = "", recipe: str = "", backend: str = "", branch: str = "", q: str = "", world_size: str = ""
+) -> Filters:
     ws: int | None = None
     if world_size.strip():
         try:
@@ -74,5 +88,11 @@ def parse_filters(gpu: str = "", recipe: str = "", backend: str = "", branch: st
             raise BadFilter(f"world_size must be a whole number, got {world_size!r}") from exc
         if int_problem(ws):
             raise BadFilter(f"world_size must be a whole number from {INT32_MIN} to {INT32_MAX}, got {ws}")
-    return Filters(gpu=gpu.strip(), recipe=recipe.strip(), backend=backend.strip(), branch=branch.strip(),
-                   q=q.strip()[:200], world_size=ws)
+    return Filters(
+        gpu=gpu.strip(),
+        recipe=recipe.strip(),
+        backend=backend.strip(),
+        branch=branch.strip(),
+        q=q.strip()[:200],
+        world_size=ws,
+    )

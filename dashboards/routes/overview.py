@@ -24,18 +24,31 @@ from tewatch.dashboards.status import Severity
 from tewatch.store.limits import INT32_MAX
 
 router = APIRouter(route_class=SecureHeadersRoute)
-PER_PAGE = 50  # cases per page after the first (which holds every failure and regression, and at least as many)
+PER_PAGE = (
+    50  # cases per page after the first (which holds every failure and regression, and at least as many)
+)
 GROUP_NAMES = {
-    Severity.failure: "Correctness failures", Severity.regression: "Performance regressions",
-    Severity.improvement: "Performance improvements", Severity.passed: "Passing",
-    Severity.unknown: "No verdict", Severity.unsupported: "Unsupported (capability gates)",
+    Severity.failure: "Correctness failures",
+    Severity.regression: "Performance regressions",
+    Severity.improvement: "Performance improvements",
+    Severity.passed: "Passing",
+    Severity.unknown: "No verdict",
+    Severity.unsupported: "Unsupported (capability gates)",
 }
 
 
 @router.get("/", response_class=HTMLResponse)
-def overview(request: Request, session: Annotated[Session, Depends(get_session)], gpu: str = "",
-             recipe: str = "", backend: str = "", branch: str = "", q: str = "", all: str = "",
-             page: Annotated[str, Query()] = "1") -> HTMLResponse:
+def overview(
+    request: Request,
+    session: Annotated[Session, Depends(get_session)],
+    gpu: str = "",
+    recipe: str = "",
+    backend: str = "",
+    branch: str = "",
+    q: str = "",
+    all: str = "",
+    page: Annotated[str, Query()] = "1",
+) -> HTMLResponse:
     try:
         filters = parse_filters(gpu, recipe, backend, branch, q)
     except BadFilter as exc:
@@ -45,9 +58,18 @@ def overview(request: Request, session: Annotated[Session, Depends(get_session)]
         return error_page(request, 400, f"page must be a whole number from 1 to {INT32_MAX}, got {page!r}")
 
     def build() -> dict:
-        data = queries.overview(session, filters, page=1 if all else number, per_page=None if all else PER_PAGE)
-        return dict(data=data, filters=filters, options=queries.filter_options(session), sev=Severity,
-                    show_search=True, show_all=bool(all), group_names=GROUP_NAMES)
+        data = queries.overview(
+            session, filters, page=1 if all else number, per_page=None if all else PER_PAGE
+        )
+        return {
+            "data": data,
+            "filters": filters,
+            "options": queries.filter_options(session),
+            "sev": Severity,
+            "show_search": True,
+            "show_all": bool(all),
+            "group_names": GROUP_NAMES,
+        }
 
     content = cached_content(request, session, "overview.html", build)
     return render(request, "page.html", nav="overview", title="Overview", content=content)

@@ -29,8 +29,12 @@ def pr_jump(request: Request, number: str = "") -> Response:
 
 
 @router.get("/pr/{number}", response_class=HTMLResponse)
-def pr_page(request: Request, number: PathInt, session: Annotated[Session, Depends(get_session)],
-            sort: str = "verdict") -> HTMLResponse:
+def pr_page(
+    request: Request,
+    number: PathInt,
+    session: Annotated[Session, Depends(get_session)],
+    sort: str = "verdict",
+) -> HTMLResponse:
     if sort not in detection.PR_SORTS:
         return error_page(request, 400, f"sort must be one of {', '.join(detection.PR_SORTS)}, got {sort!r}")
     runs = queries.pr_runs(session, number)
@@ -41,6 +45,14 @@ def pr_page(request: Request, number: PathInt, session: Annotated[Session, Depen
     for v in verdicts:
         counts[v.comparison.verdict] = counts.get(v.comparison.verdict, 0) + 1
     return render(
-        request, "pr.html", nav="", title=f"PR #{number}", number=number, runs=runs, verdicts=verdicts,
-        counts=counts, sort=sort, failures=queries.pr_failures(session, [r.run for r in runs]),
+        request,
+        "pr.html",
+        nav="",
+        title=f"PR #{number}",
+        number=number,
+        runs=runs,
+        verdicts=verdicts,
+        counts=counts,
+        sort=sort,
+        failures=queries.pr_failures(session, [r.run for r in runs]),
     )

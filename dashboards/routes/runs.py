@@ -20,14 +20,28 @@ PER_PAGE = 50
 
 
 @router.get("/runs", response_class=HTMLResponse)
-def runs(request: Request, session: Annotated[Session, Depends(get_session)],
-         page: Annotated[str, Query()] = "1", gpu: str = "") -> HTMLResponse:
+def runs(
+    request: Request,
+    session: Annotated[Session, Depends(get_session)],
+    page: Annotated[str, Query()] = "1",
+    gpu: str = "",
+) -> HTMLResponse:
     number = whole_number(page, 1, INT32_MAX)
     if number is None:
         return error_page(request, 400, f"page must be a whole number from 1 to {INT32_MAX}, got {page!r}")
     rows, total = queries.runs(session, page=number, per_page=PER_PAGE, gpu=gpu.strip())
-    return render(request, "runs.html", nav="runs", title="Runs", rows=rows, total=total, page=number,
-                  pages=max(1, -(-total // PER_PAGE)), gpu=gpu, gpus=queries.filter_options(session).gpus)
+    return render(
+        request,
+        "runs.html",
+        nav="runs",
+        title="Runs",
+        rows=rows,
+        total=total,
+        page=number,
+        pages=max(1, -(-total // PER_PAGE)),
+        gpu=gpu,
+        gpus=queries.filter_options(session).gpus,
+    )
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)

@@ -37,9 +37,15 @@ def parse_last(last: str) -> int | None:
 
 
 @router.get("/series/{series_id}", response_class=HTMLResponse)
-def series_page(request: Request, series_id: PathInt, session: Annotated[Session, Depends(get_session)],
-                branch: str = "", last: str = "300", pr: OptionalQueryInt = None,
-                scale: str = "linear") -> HTMLResponse:
+def series_page(
+    request: Request,
+    series_id: PathInt,
+    session: Annotated[Session, Depends(get_session)],
+    branch: str = "",
+    last: str = "300",
+    pr: OptionalQueryInt = None,
+    scale: str = "linear",
+) -> HTMLResponse:
     header = queries.series_header(session, series_id)
     if header is None:
         return error_page(request, 404, f"There is no series {series_id}.")
@@ -50,21 +56,37 @@ def series_page(request: Request, series_id: PathInt, session: Annotated[Session
     if problem := scale_problem(scale):
         return error_page(request, 400, problem)
     failures = queries.failed_points(session, header, branch.strip())
-    case = queries.case_rows(session, queries.Filters(branch=branch.strip()),
-                             queries.Case.id == header.case_id)
+    case = queries.case_rows(
+        session, queries.Filters(branch=branch.strip()), queries.Case.id == header.case_id
+    )
     return render(
-        request, "series.html", nav="overview", title=header.benchmark, h=header, failures=failures,
-        case=case[0] if case else None, branch=branch, last=last, ranges=list(RANGES),
+        request,
+        "series.html",
+        nav="overview",
+        title=header.benchmark,
+        h=header,
+        failures=failures,
+        case=case[0] if case else None,
+        branch=branch,
+        last=last,
+        ranges=list(RANGES),
         total=queries.series_length(session, series_id, branch.strip()),
-        branches=queries.filter_options(session).branches, pr=pr, scale=scale,
+        branches=queries.filter_options(session).branches,
+        pr=pr,
+        scale=scale,
         comparison=queries.pr_comparison(session, series_id, pr) if pr is not None else None,
         pr_results=queries.series_version(session, series_id, pr=pr)[0] if pr is not None else 0,
     )
 
 
 @router.get("/series/{series_id}/points.json")
-def series_points(series_id: PathInt, session: Annotated[Session, Depends(get_session)], branch: str = "",
-                  last: str = "300", pr: OptionalQueryInt = None) -> Response:
+def series_points(
+    series_id: PathInt,
+    session: Annotated[Session, Depends(get_session)],
+    branch: str = "",
+    last: str = "300",
+    pr: OptionalQueryInt = None,
+) -> Response:
     header = queries.series_header(session, series_id)
     if header is None:
         return JSONResponse({"detail": f"There is no series {series_id}."}, status_code=404)
@@ -75,12 +97,20 @@ def series_points(series_id: PathInt, session: Annotated[Session, Depends(get_se
     chart = series_chart.build(session, header, branch.strip(), last=n, pr=pr)
     # orjson writes a non-finite number as null (JSON has none): an infinite value stored before uploads
     # refused them, or one a computation overflowed to, is a gap in the chart instead of a 500
-    return Response(orjson.dumps(chart.as_json(), option=orjson.OPT_NON_STR_KEYS), media_type="application/json")
+    return Response(
+        orjson.dumps(chart.as_json(), option=orjson.OPT_NON_STR_KEYS), media_type="application/json"
+    )
 
 
 @router.get("/series/{series_id}/plot.svg")
-def series_svg(series_id: PathInt, session: Annotated[Session, Depends(get_session)], branch: str = "",
-               last: str = "300", pr: OptionalQueryInt = None, scale: str = "linear") -> Response:
+def series_svg(
+    series_id: PathInt,
+    session: Annotated[Session, Depends(get_session)],
+    branch: str = "",
+    last: str = "300",
+    pr: OptionalQueryInt = None,
+    scale: str = "linear",
+) -> Response:
     header = queries.series_header(session, series_id)
     if header is None:
         return Response(f"There is no series {series_id}.", status_code=404, media_type="text/plain")
@@ -90,12 +120,24 @@ def series_svg(series_id: PathInt, session: Annotated[Session, Depends(get_sessi
         return Response(str(exc), status_code=400, media_type="text/plain")
     if problem := scale_problem(scale):
         return Response(problem, status_code=400, media_type="text/plain")
-    key: tuple = (series_id, branch.strip(), n, scale, queries.series_version(session, series_id, branch.strip()))
+    key: tuple = (
+        series_id,
+        branch.strip(),
+        n,
+        scale,
+        queries.series_version(session, series_id, branch.strip()),
+    )
     if pr is not None:
         comparison = queries.pr_comparison(session, series_id, pr)
         key += (pr, queries.series_version(session, series_id, pr=pr), comparison.id if comparison else None)
     svg = svg_cache.get_or_render(
-        key, lambda: render_series_svg(series_chart.build(session, header, branch.strip(), last=n, pr=pr),
-                                       log_scale=scale == "log"))
-    return Response(svg, media_type="image/svg+xml",
-                    headers={"Cache-Control": "no-cache", "Content-Security-Policy": SVG_CONTENT_SECURITY_POLICY})
+        key,
+        lambda: render_series_svg(
+            series_chart.build(session, header, branch.strip(), last=n, pr=pr), log_scale=scale == "log"
+        ),
+    )
+    return Response(
+        svg,
+        media_type="image/svg+xml",
+        headers={"Cache-Control": "no-cache", "Content-Security-Policy": SVG_CONTENT_SECURITY_POLICY},
+    )

@@ -89,8 +89,13 @@ def _hopeless(outcome: Outcome) -> bool:
 
 
 class OutboxWorker:
-    def __init__(self, engine: Engine, policy: DeliveryPolicy | None = None, client: httpx.Client | None = None,
-                 github: GitHubPublisher | None = None):
+    def __init__(
+        self,
+        engine: Engine,
+        policy: DeliveryPolicy | None = None,
+        client: httpx.Client | None = None,
+        github: GitHubPublisher | None = None,
+    ):
         self.sessions: sessionmaker[Session] = session_factory(engine)
         self.policy = policy or DeliveryPolicy()
         self.client = client or httpx.Client(timeout=self.policy.timeout_seconds, follow_redirects=False)
@@ -112,19 +117,25 @@ class OutboxWorker:
             & (WebhookDelivery.next_attempt_at <= now)
             & or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now)
         )
-        due = (select(WebhookDelivery.id).join(WebhookSubscription)
-               .where(claimable, WebhookSubscription.kind.in_(self.kinds)).order_by(WebhookDelivery.next_attempt_at))
-        due = due.limit(self.policy.batch).scalar_subquery()
+        due = (
+            select(WebhookDelivery.id)
+            .join(WebhookSubscription)
+            .where(claimable, WebhookSubscription.kind.in_(self.kinds))
+            .order_by(WebhookDelivery.next_attempt_at)
+        )
+        due_ids = due.limit(self.policy.batch).scalar_subquery()
         with self.sessions() as session, session.begin():
             _write(session)
             session.execute(
                 update(WebhookDelivery)
-                .where(WebhookDelivery.id.in_(due), claimable)
+                .where(WebhookDelivery.id.in_(due_ids), claimable)
                 .values(lease_until=now + timedelta(seconds=self.policy.lease_seconds), lease_owner=token)
                 .execution_options(synchronize_session=False)
             )
         with self.sessions() as session:
-            return list(session.scalars(select(WebhookDelivery.id).where(WebhookDelivery.lease_owner == token)))
+            return list(
+                session.scalars(select(WebhookDelivery.id).where(WebhookDelivery.lease_owner == token))
+            )
 
     def _load(self, delivery_id: str) -> _Outgoing:
         with self.sessions() as session:
@@ -175,8 +186,13 @@ class OutboxWorker:
 
     def _record(self, out: _Outgoing, started: datetime, ms: float, outcome: Outcome) -> None:
         attempt = out.attempts + 1
-        values: dict = {"attempts": attempt, "lease_until": None, "lease_owner": None,
-                        "last_status_code": outcome.status_code, "last_error": outcome.error}
+        values: dict = {
+            "attempts": attempt,
+            "lease_until": None,
+            "lease_owner": None,
+            "last_status_code": outcome.status_code,
+            "last_error": outcome.error,
+        }
         if outcome.ok:
             values.update(status=DeliveryStatus.delivered, delivered_at=_now())
         elif attempt >= self.policy.max_attempts or _hopeless(outcome):
@@ -186,12 +202,24 @@ class OutboxWorker:
             values.update(next_attempt_at=_now() + timedelta(seconds=wait))
         with self.sessions() as session, session.begin():
             _write(session)
-            session.add(WebhookAttempt(delivery_id=out.delivery_id, attempt=attempt, started_at=started,
-                                       duration_ms=ms, status_code=outcome.status_code, error=outcome.error,
-                                       response_head=outcome.response_head))
-            session.execute(update(WebhookDelivery).where(WebhookDelivery.id == out.delivery_id).values(**values))
+            session.add(
+                WebhookAttempt(
+                    delivery_id=out.delivery_id,
+                    attempt=attempt,
+                    started_at=started,
+                    duration_ms=ms,
+                    status_code=outcome.status_code,
+                    error=outcome.error,
+                    response_head=outcome.response_head,
+                )
+            )
+            session.execute(
+                update(WebhookDelivery).where(WebhookDelivery.id == out.delivery_id).values(**values)
+            )
         if outcome.error:
-            log.warning("%s delivery %s attempt %d: %s", out.kind.value, out.delivery_id, attempt, outcome.error)
+            log.warning(
+                "%s delivery %s attempt %d: %s", out.kind.value, out.delivery_id, attempt, outcome.error
+            )
 
     def run_once(self) -> tuple[int, int]:
         """Send everything due now: (delivered, failed attempts).

@@ -41,5 +41,7 @@ def emit(session: Session, event_type: EventType, payload: dict[str, Any]) -> We
     subscriptions = session.scalars(select(WebhookSubscription).where(WebhookSubscription.active.is_(True)))
     for subscription in subscriptions:
         if event_type.value in subscription.event_types:
-            session.add(WebhookDelivery(id=str(uuid.uuid4()), event_id=event_id, subscription_id=subscription.id))
+            session.add(
+                WebhookDelivery(id=str(uuid.uuid4()), event_id=event_id, subscription_id=subscription.id)
+            )
     return event

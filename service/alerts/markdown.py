@@ -67,7 +67,15 @@ class PrReport:
 
 def escape_cell(text: str) -> str:
     text = " ".join(str(text).split())
-    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "'"), ("[", "\\["), ("]", "\\]")):
+    for raw, safe in (
+        ("&", "&amp;"),
+        ("<", "&lt;"),
+        (">", "&gt;"),
+        ("|", "\\|"),
+        ("`", "'"),
+        ("[", "\\["),
+        ("]", "\\]"),
+    ):
         text = text.replace(raw, safe)
     return text
 
@@ -143,13 +151,13 @@ def render_pr_report(report: PrReport) -> str:
     if counts.get("unstable"):
         parts.append(f"{counts['unstable']} unstable")
     summary = " · ".join(parts)
-    measured = (f"{report.rounds} interleaved A/B rounds on one runner" if report.rounds
-                else "one run per side")
+    measured = (
+        f"{report.rounds} interleaved A/B rounds on one runner" if report.rounds else "one run per side"
+    )
     lines = [
         f"## tewatch: PR #{report.pr_number} on {escape_cell(report.gpu_model)}",
         "",
-        f"Head {code(report.head_sha[:12])} against merge base {code(report.base_sha[:12])} "
-        f"({measured}).",
+        f"Head {code(report.head_sha[:12])} against merge base {code(report.base_sha[:12])} ({measured}).",
         "",
         f"**{summary}** ({noun}s)",
         "",
@@ -157,16 +165,29 @@ def render_pr_report(report: PrReport) -> str:
     if report.correctness:
         lines += ["### Correctness", "", "| case | base | head | detail |", "|---|---|---|---|"]
         for row in report.correctness[:MAX_ROWS]:
-            lines.append(f"| {code(row.case)} | {row.previous or 'new'} | **{escape_cell(row.status)}** "
-                         f"| {_short(row.detail)} |")
+            lines.append(
+                f"| {code(row.case)} | {row.previous or 'new'} | **{escape_cell(row.status)}** "
+                f"| {_short(row.detail)} |"
+            )
         if len(report.correctness) > MAX_ROWS:
             lines.append(f"| … and {len(report.correctness) - MAX_ROWS} more | | | |")
         lines.append("")
     if report.fixed:
-        lines += ["### Fixed by this pull request", "",
-                  "Failing on the merge base, passing here.", "", *_fixed_table(report.fixed, base_url), ""]
+        lines += [
+            "### Fixed by this pull request",
+            "",
+            "Failing on the merge base, passing here.",
+            "",
+            *_fixed_table(report.fixed, base_url),
+            "",
+        ]
     if report.regressions:
-        lines += ["### Largest regressions", "", *_timing_table(report.regressions, base_url, report.pr_number), ""]
+        lines += [
+            "### Largest regressions",
+            "",
+            *_timing_table(report.regressions, base_url, report.pr_number),
+            "",
+        ]
     if report.improvements:
         lines += ["### Improvements", "", *_timing_table(report.improvements, base_url, report.pr_number), ""]
     if not (report.correctness or report.regressions or report.improvements):
@@ -175,7 +196,9 @@ def render_pr_report(report: PrReport) -> str:
     lines += [
         f"[This PR on the dashboard]({base_url}/pr/{report.pr_number}) · [Open alerts]({base_url}/alerts)",
         "",
-        (f"<sub>Minimum effect {report.min_effect * 100:g} %, false discovery rate {report.alpha * 100:g} % "
-        f"(Benjamini-Hochberg); intervals include run-to-run noise. {escape_cell(report.detector_version)}</sub>"),
+        (
+            f"<sub>Minimum effect {report.min_effect * 100:g} %, false discovery rate {report.alpha * 100:g} % "
+            f"(Benjamini-Hochberg); intervals include run-to-run noise. {escape_cell(report.detector_version)}</sub>"
+        ),
     ]
     return "\n".join(lines) + "\n"

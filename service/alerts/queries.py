@@ -16,13 +16,24 @@ from tewatch.store.alert_models import (
 
 
 def list_alerts(
-    session: Session, status: str | None = None, kind: str | None = None, branch: str | None = None,
-    pr_number: int | None = None, gpu_model: str | None = None, limit: int = 200, offset: int = 0,
+    session: Session,
+    status: str | None = None,
+    kind: str | None = None,
+    branch: str | None = None,
+    pr_number: int | None = None,
+    gpu_model: str | None = None,
+    limit: int = 200,
+    offset: int = 0,
 ) -> list[Alert]:
     """Correctness alerts first, then the newest."""
     query = select(Alert)
-    for column, value in ((Alert.status, status), (Alert.kind, kind), (Alert.branch, branch),
-                          (Alert.pr_number, pr_number), (Alert.gpu_model, gpu_model)):
+    for column, value in (
+        (Alert.status, status),
+        (Alert.kind, kind),
+        (Alert.branch, branch),
+        (Alert.pr_number, pr_number),
+        (Alert.gpu_model, gpu_model),
+    ):
         if value is not None:
             query = query.where(column == value)
     correctness_first = case((Alert.kind == AlertKind.correctness, 0), else_=1)
@@ -31,7 +42,10 @@ def list_alerts(
 
 
 def list_deliveries(
-    session: Session, status: DeliveryStatus | None = None, subscription_id: int | None = None, limit: int = 200
+    session: Session,
+    status: DeliveryStatus | None = None,
+    subscription_id: int | None = None,
+    limit: int = 200,
 ) -> list[WebhookDelivery]:
     query = select(WebhookDelivery)
     if status is not None:
@@ -42,8 +56,12 @@ def list_deliveries(
 
 
 def list_detections(
-    session: Session, branch: str | None = None, series_id: int | None = None, active: bool | None = True,
-    limit: int = 500, offset: int = 0,
+    session: Session,
+    branch: str | None = None,
+    series_id: int | None = None,
+    active: bool | None = True,
+    limit: int = 500,
+    offset: int = 0,
 ) -> list[Detection]:
     query = select(Detection)
     if branch is not None:

@@ -29,7 +29,9 @@ def validate(url: str, secret: str, event_types: Iterable[str]) -> list[str]:
     types = sorted(set(event_types))
     unknown = [t for t in types if t not in EVENT_TYPES]
     if unknown or not types:
-        raise SubscriptionError(f"event types must be among {', '.join(EVENT_TYPES)}; got {', '.join(unknown) or 'none'}")
+        raise SubscriptionError(
+            f"event types must be among {', '.join(EVENT_TYPES)}; got {', '.join(unknown) or 'none'}"
+        )
     return types
 
 
@@ -64,7 +66,11 @@ def add_subscription(
 
 
 def active_subscriptions(session: Session) -> list[WebhookSubscription]:
-    query = select(WebhookSubscription).where(WebhookSubscription.active.is_(True)).order_by(WebhookSubscription.id)
+    query = (
+        select(WebhookSubscription)
+        .where(WebhookSubscription.active.is_(True))
+        .order_by(WebhookSubscription.id)
+    )
     return list(session.scalars(query))
 
 

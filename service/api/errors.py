@@ -32,7 +32,10 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
         """FastAPI's 422, echoing only what an answer can carry: a JSON body may hold a lone surrogate
         (`"\\ud800"`), 1e999 or a 5,000-digit integer, on which FastAPI's own 422 failed (500)."""
-        errors = [{**error, "input": _shown(error["input"])} if "input" in error else error for error in exc.errors()]
+        errors = [
+            {**error, "input": _shown(error["input"])} if "input" in error else error
+            for error in exc.errors()
+        ]
         return JSONResponse({"detail": _printable_json(jsonable_encoder(errors))}, status_code=422)
 
     @app.exception_handler(HTTPException)

@@ -32,9 +32,17 @@ class BusyAnswer(BaseModel):
     retry_after: int
 
 
-NOT_FOUND = {404: {"model": ErrorAnswer, "description": "nothing of that id"}}
-BUSY = {503: {"model": BusyAnswer, "description": "the store was busy: nothing was stored, try again after "
-                                                  "the answer's Retry-After (seconds)"}}
+# FastAPI's `responses`: status code -> the answer's model and description
+Responses = dict[int | str, dict[str, Any]]
+
+NOT_FOUND: Responses = {404: {"model": ErrorAnswer, "description": "nothing of that id"}}
+BUSY: Responses = {
+    503: {
+        "model": BusyAnswer,
+        "description": "the store was busy: nothing was stored, try again after "
+        "the answer's Retry-After (seconds)",
+    }
+}
 
 
 class RunSummary(BaseModel):

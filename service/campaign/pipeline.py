@@ -102,19 +102,32 @@ class Campaign:
         token = create_token(engine, name="campaign")
         engine.dispose()
         secret = secrets.token_hex(16)
-        with ServiceProcess(self.database_url, self.opts.out / "service.log") as service, \
-                WebhookReceiver(secret, self.opts.out / "webhooks") as receiver:
-            client = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {token}"}, timeout=120)
-            client.post("/api/v1/webhooks", json={"url": receiver.url, "secret": secret, "event_types": EVENTS,
-                                                  "description": "campaign receiver"}).raise_for_status()
+        with (
+            ServiceProcess(self.database_url, self.opts.out / "service.log") as service,
+            WebhookReceiver(secret, self.opts.out / "webhooks") as receiver,
+        ):
+            client = httpx.Client(
+                base_url=service.url, headers={"Authorization": f"Bearer {token}"}, timeout=120
+            )
+            client.post(
+                "/api/v1/webhooks",
+                json={
+                    "url": receiver.url,
+                    "secret": secret,
+                    "event_types": EVENTS,
+                    "description": "campaign receiver",
+                },
+            ).raise_for_status()
             measured = self._measure_rounds() if self._rounds_wanted() else {}
             base = self._base(service.url, token, measured.get("base"))
             head = self._head(service.url, token, base, measured.get("head"))
             head_results = self.opts.head_results or measured.get("head") or self.opts.out / "head-results"
             if "aa" in measured:
                 self._upload_pr(service.url, token, measured["aa"], self.opts.pr_number + 1, base, "A/A arm")
-            self._timed("detect on the branch", lambda: self._cli("detect", "--branch", self.opts.branch,
-                                                                   "--db", self.database_url))
+            self._timed(
+                "detect on the branch",
+                lambda: self._cli("detect", "--branch", self.opts.branch, "--db", self.database_url),
+            )
             self._timed("wait for pr.report", lambda: self._wait_for_report(receiver, 1 + ("aa" in measured)))
             self._collect(client, receiver, base, head)
             self._score(head_results)
@@ -124,10 +137,18 @@ class Campaign:
         return self.summary
 
     def _suite(self, results_dir: Path, commit: str | None, extra_env: dict[str, str]) -> RunOutcome:
-        return run_suite(RunOptions(project=self.opts.project, profile=self.opts.profile,
-                                    backends=self.opts.backends, bench=self.opts.bench, results_dir=results_dir,
-                                    commit=commit, extra_env=extra_env),
-                         lambda percent, what: None)
+        return run_suite(
+            RunOptions(
+                project=self.opts.project,
+                profile=self.opts.profile,
+                backends=self.opts.backends,
+                bench=self.opts.bench,
+                results_dir=results_dir,
+                commit=commit,
+                extra_env=extra_env,
+            ),
+            lambda percent, what: None,
+        )
 
     def _cli(self, *args: str) -> str:
         done = tewatch_cli(*args)
@@ -145,13 +166,25 @@ class Campaign:
         if self.opts.aa:
             arms.append(("aa", {}, "aa"))
         # every arm runs under the base's commit (TE's, or --base-commit); the heads are filed apart below
-        sides = [(name, RunOptions(project=self.opts.project, profile=self.opts.profile,
-                                   backends=self.opts.backends, bench=self.opts.bench,
-                                   results_dir=self.opts.out / f"{name}-results", commit=self.opts.base_commit,
-                                   extra_env=env))
-                 for name, env, _ in arms]
-        outcome = self._timed(f"A/B rounds ({', '.join(n for n, _, _ in arms)})",
-                              lambda: run_ab(sides, self.opts.rounds, self.opts.deadline_s, self.say))
+        sides = [
+            (
+                name,
+                RunOptions(
+                    project=self.opts.project,
+                    profile=self.opts.profile,
+                    backends=self.opts.backends,
+                    bench=self.opts.bench,
+                    results_dir=self.opts.out / f"{name}-results",
+                    commit=self.opts.base_commit,
+                    extra_env=env,
+                ),
+            )
+            for name, env, _ in arms
+        ]
+        outcome = self._timed(
+            f"A/B rounds ({', '.join(n for n, _, _ in arms)})",
+            lambda: run_ab(sides, self.opts.rounds, self.opts.deadline_s, self.say),
+        )
         self.summary.rounds = outcome.rounds
         self.summary.round_seconds = outcome.round_seconds
         folders = {}
@@ -172,8 +205,12 @@ class Campaign:
             commit = outcome.commit
         else:
             commit = single_commit(results)
-        self._timed("upload base", lambda: self._cli("upload", str(results), "--url", url, "--token", token,
-                                                      "--branch", self.opts.branch))
+        self._timed(
+            "upload base",
+            lambda: self._cli(
+                "upload", str(results), "--url", url, "--token", token, "--branch", self.opts.branch
+            ),
+        )
         self.summary.base_commit = commit
         return commit
 
@@ -189,9 +226,23 @@ class Campaign:
         return commit
 
     def _upload_pr(self, url: str, token: str, results: Path, pr: int, base: str, what: str) -> str:
-        self._timed(f"upload {what} as pull request {pr}",
-                    lambda: self._cli("upload", str(results), "--url", url, "--token", token,
-                                      "--branch", f"pr-{pr}", "--pr", str(pr), "--base", base))
+        self._timed(
+            f"upload {what} as pull request {pr}",
+            lambda: self._cli(
+                "upload",
+                str(results),
+                "--url",
+                url,
+                "--token",
+                token,
+                "--branch",
+                f"pr-{pr}",
+                "--pr",
+                str(pr),
+                "--base",
+                base,
+            ),
+        )
         return single_commit(results)
 
     def _wait_for_report(self, receiver: WebhookReceiver, reports: int) -> None:
@@ -206,8 +257,13 @@ class Campaign:
         runs = client.get("/api/v1/runs", params={"limit": 100}).raise_for_status().json()
         for run in runs["items"]:
             commit = run["commit_sha"]
-            label = "head" if commit == head else "base" if commit == base else \
-                self.arm_commits.get(commit, commit[:12])
+            label = (
+                "head"
+                if commit == head
+                else "base"
+                if commit == base
+                else self.arm_commits.get(commit, commit[:12])
+            )
             counts = Counter(self.summary.verdicts.get(label, {}))
             counts.update(run["summary"].get("verdicts", {}))
             self.summary.verdicts[label] = dict(counts)
@@ -259,9 +315,11 @@ def _refile_all(results_dir: Path, commit: str) -> None:
 def single_commit(results: Path) -> str:
     """The commit of the one run an asv results folder holds."""
     # asv's layout: <results>/<machine>/<commit>-<env>.json beside machine.json
-    commits = {json.loads(p.read_text(errors="replace").replace("NaN", "null"))["commit_hash"]
-               for p in results.glob("*/*.json")
-               if p.name != "machine.json" and not p.parent.name.startswith(".")}
+    commits = {
+        json.loads(p.read_text(errors="replace").replace("NaN", "null"))["commit_hash"]
+        for p in results.glob("*/*.json")
+        if p.name != "machine.json" and not p.parent.name.startswith(".")
+    }
     if len(commits) != 1:
         raise RuntimeError(f"{results} must hold the results of exactly one commit, found {len(commits)}")
     return commits.pop()

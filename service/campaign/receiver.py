@@ -23,11 +23,12 @@ class WebhookReceiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:  # http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 signed = verify(receiver.secret, body, self.headers.get(SIGNATURE_HEADER))
-                receiver._keep(self.headers.get(DELIVERY_HEADER, ""), self.headers.get(EVENT_HEADER, ""),
-                               signed, body)
+                receiver._keep(
+                    self.headers.get(DELIVERY_HEADER, ""), self.headers.get(EVENT_HEADER, ""), signed, body
+                )
                 self.send_response(204 if signed else 401)
                 self.end_headers()
 
@@ -37,8 +38,12 @@ class WebhookReceiver:
         return Handler
 
     def _keep(self, delivery_id: str, event: str, signed: bool, body: bytes) -> None:
-        entry = {"delivery_id": delivery_id, "event": event, "signature_valid": signed,
-                 "body": json.loads(body) if body else None}
+        entry = {
+            "delivery_id": delivery_id,
+            "event": event,
+            "signature_valid": signed,
+            "body": json.loads(body) if body else None,
+        }
         with self._lock:
             self.deliveries.append(entry)
             index = len(self.deliveries)

@@ -45,9 +45,13 @@ def touched_cases(head_results: Path) -> dict[str, list[str]]:
 
 def pr_case_verdicts(engine: Engine, pr_number: int) -> dict[str, dict[str, str]]:
     """Case label -> {timing: verdict} of a pull request's stored comparisons."""
-    query = (select(Case.case_name, Case.params, Benchmark.name, PrComparison.verdict)
-             .join(Series, Series.id == PrComparison.series_id).join(Benchmark, Benchmark.id == Series.benchmark_id)
-             .join(Case, Case.id == Series.case_id).where(PrComparison.pr_number == pr_number))
+    query = (
+        select(Case.case_name, Case.params, Benchmark.name, PrComparison.verdict)
+        .join(Series, Series.id == PrComparison.series_id)
+        .join(Benchmark, Benchmark.id == Series.benchmark_id)
+        .join(Case, Case.id == Series.case_id)
+        .where(PrComparison.pr_number == pr_number)
+    )
     verdicts: dict[str, dict[str, str]] = defaultdict(dict)
     with session_factory(engine)() as session:
         for case, params, benchmark, verdict in session.execute(query):

@@ -31,8 +31,20 @@ class ServiceProcess:
 
     def __enter__(self) -> ServiceProcess:
         log = self.log_path.open("ab")
-        command = [sys.executable, "-m", "tewatch", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-                   "--db", self.database_url, "--log-level", "warning"]
+        command = [
+            sys.executable,
+            "-m",
+            "tewatch",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--db",
+            self.database_url,
+            "--log-level",
+            "warning",
+        ]
         # a campaign numbers its own pull requests (the A/A arm is PR+1): none of them is GitHub's
         inherited = {k: v for k, v in os.environ.items() if not k.startswith("TEWATCH_GITHUB_")}
         env = {**inherited, "TEWATCH_PUBLIC_URL": self.url, **(self.env or {})}
@@ -40,7 +52,9 @@ class ServiceProcess:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"tewatch serve exited with {self._process.returncode}; see {self.log_path}")
+                raise RuntimeError(
+                    f"tewatch serve exited with {self._process.returncode}; see {self.log_path}"
+                )
             try:
                 if httpx.get(f"{self.url}/api/v1/health", timeout=2).is_success:
                     return self
@@ -48,7 +62,9 @@ class ServiceProcess:
                 pass
             time.sleep(0.2)
         self.__exit__(None, None, None)
-        raise RuntimeError(f"tewatch serve did not answer within {START_TIMEOUT_S:.0f} s; see {self.log_path}")
+        raise RuntimeError(
+            f"tewatch serve did not answer within {START_TIMEOUT_S:.0f} s; see {self.log_path}"
+        )
 
     def __exit__(self, *exc_info: object) -> None:
         if self._process and self._process.poll() is None:

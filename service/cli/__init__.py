@@ -4,7 +4,18 @@ import importlib
 
 from tewatch.cli.app import app
 
-COMMAND_MODULES = ["serve", "db", "token", "upload", "commits", "export", "run", "detect", "webhooks", "campaign"]
+COMMAND_MODULES = [
+    "serve",
+    "db",
+    "token",
+    "upload",
+    "commits",
+    "export",
+    "run",
+    "detect",
+    "webhooks",
+    "campaign",
+]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"tewatch.cli.{_name}")

@@ -17,7 +17,9 @@ def git_graph(repository: Path, revision: str) -> list[tuple[str, int, list[str]
     """(sha, committer time, parents) of every commit reachable from `revision`, parents first."""
     done = subprocess.run(
         ["git", "-C", str(repository), "log", "--topo-order", "--reverse", "--format=%H %ct %P", revision],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         raise fail(f"git log in {repository}: {done.stderr.strip()}")
@@ -46,8 +48,12 @@ def commits(
     if not graph:
         raise fail(f"no commits reachable from {revision} in {repository}")
     try:
-        answer = httpx.post(url.rstrip("/") + "/api/v1/commits/graph", json={"repo": repo, "commits": graph},
-                            headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT_S)
+        answer = httpx.post(
+            url.rstrip("/") + "/api/v1/commits/graph",
+            json={"repo": repo, "commits": graph},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=TIMEOUT_S,
+        )
     except httpx.HTTPError as exc:
         raise fail(f"{type(exc).__name__}: {exc}") from exc
     if not answer.is_success:

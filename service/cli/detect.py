@@ -13,8 +13,14 @@ from tewatch.cli.options import DatabaseOption, fail, settings_for
 
 
 def _progress(console: Console) -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console, transient=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 @app.command("detect")
@@ -37,7 +43,9 @@ def detect_command(
         with _progress(console) as progress:
             task = progress.add_task(f"detecting on {branch}", total=None)
             summary = detect_branch(
-                engine, branch, settings.public_url,
+                engine,
+                branch,
+                settings.public_url,
                 progress_total=lambda n: progress.update(task, total=n),
                 progress=lambda n: progress.advance(task, n),
             )
@@ -69,7 +77,9 @@ def detect_command(
 
 @app.command("eval-detector")
 def eval_detector_command(
-    series: int = typer.Option(60, help="series per scenario (profile x step size x direction, plus no step)"),
+    series: int = typer.Option(
+        60, help="series per scenario (profile x step size x direction, plus no step)"
+    ),
     commits: int = typer.Option(300, help="commits per series"),
     steps: str = typer.Option("0.03,0.05,0.10", help="relative step sizes to inject"),
     gaps: float = typer.Option(0.05, help="fraction of commits skipped (gaps)"),
@@ -100,14 +110,24 @@ def eval_detector_command(
     total = (len(H200_PROFILES) * (1 + 2 * len(step_sizes)) + len(shapes)) * series
     with _progress(Console(stderr=True)) as progress:
         task = progress.add_task("replaying", total=total)
-        evaluation = evaluate(detectors, step_sizes=step_sizes, series_per_scenario=series, commits=commits,
-                              gap_fraction=gaps, tolerance=tolerance, seed=seed,
-                              progress=lambda n: progress.advance(task, n), shapes=shapes)
+        evaluation = evaluate(
+            detectors,
+            step_sizes=step_sizes,
+            series_per_scenario=series,
+            commits=commits,
+            gap_fraction=gaps,
+            tolerance=tolerance,
+            seed=seed,
+            progress=lambda n: progress.advance(task, n),
+            shapes=shapes,
+        )
     console = Console(width=140)
     console.print(evaluation_table(evaluation, list(detectors), tolerance))
     console.print(shapes_table(evaluation, list(detectors)))
-    console.print("FA/1k: detections matching no injected step per 1,000 series-commits; FA/1k no-step: those "
-                  "on series without a step; range: median commits in the reported range (bisection span).")
+    console.print(
+        "FA/1k: detections matching no injected step per 1,000 series-commits; FA/1k no-step: those "
+        "on series without a step; range: median commits in the reported range (bisection span)."
+    )
 
 
 def evaluation_table(evaluation, detectors: list[str], tolerance: int) -> Table:
@@ -116,8 +136,10 @@ def evaluation_table(evaluation, detectors: list[str], tolerance: int) -> Table:
     from tewatch.detect.evaluation import combined
     from tewatch.detect.noise import H200_PROFILES
 
-    table = Table(title=f"{evaluation.series_per_scenario} series per scenario x {evaluation.commits} commits; "
-                        f"hit = within {tolerance} commits or inside the reported commit range")
+    table = Table(
+        title=f"{evaluation.series_per_scenario} series per scenario x {evaluation.commits} commits; "
+        f"hit = within {tolerance} commits or inside the reported commit range"
+    )
     table.add_column("detector")
     table.add_column("noise (across-process CV)")
     for size in evaluation.step_sizes:
@@ -125,15 +147,22 @@ def evaluation_table(evaluation, detectors: list[str], tolerance: int) -> Table:
     for header in ("precision", "FA/1k", "FA/1k no-step", "range"):
         table.add_column(header, justify="right")
     for detector in detectors:
-        rows = [(p.name + f" ({p.measured_across_cv * 100:.1f} %)", evaluation.scores[(detector, p.name)])
-                for p in H200_PROFILES.values() if (detector, p.name) in evaluation.scores]
+        rows = [
+            (p.name + f" ({p.measured_across_cv * 100:.1f} %)", evaluation.scores[(detector, p.name)])
+            for p in H200_PROFILES.values()
+            if (detector, p.name) in evaluation.scores
+        ]
         rows.append(("all", combined(evaluation, detector)))
         for label, score in rows:
             width = np.median(score.range_widths) if score.range_widths else float("nan")
             table.add_row(
-                detector, label, *(f"{score.recall(s) * 100:.1f} %" for s in evaluation.step_sizes),
-                f"{score.precision * 100:.1f} %", f"{score.false_alarms_per_1000:.2f}",
-                f"{1000 * score.null_false_alarms / score.commits:.2f}", f"{width:.0f}",
+                detector,
+                label,
+                *(f"{score.recall(s) * 100:.1f} %" for s in evaluation.step_sizes),
+                f"{score.precision * 100:.1f} %",
+                f"{score.false_alarms_per_1000:.2f}",
+                f"{1000 * score.null_false_alarms / score.commits:.2f}",
+                f"{width:.0f}",
                 end_section=label == "all",
             )
     return table
@@ -142,8 +171,10 @@ def evaluation_table(evaluation, detectors: list[str], tolerance: int) -> Table:
 def shapes_table(evaluation, detectors: list[str]) -> Table:
     import numpy as np
 
-    table = Table(title=f"changes of other shapes (django-asv, python 3.12): {evaluation.series_per_scenario} "
-                        f"series each x {evaluation.commits} commits")
+    table = Table(
+        title=f"changes of other shapes (django-asv, python 3.12): {evaluation.series_per_scenario} "
+        f"series each x {evaluation.commits} commits"
+    )
     table.add_column("detector")
     table.add_column("shape")
     for header in ("recall", "precision", "FA/1k", "range"):
@@ -154,6 +185,13 @@ def shapes_table(evaluation, detectors: list[str]) -> Table:
             width = np.median(score.range_widths) if score.range_widths else float("nan")
             recall = f"{100 * score.hits / score.steps:.1f} %" if score.steps else "-"
             precision = f"{score.precision * 100:.1f} %" if shape.changes else "-"
-            table.add_row(detector, shape.name, recall, precision, f"{score.false_alarms_per_1000:.2f}",
-                          f"{width:.0f}", end_section=shape is evaluation.shapes[-1])
+            table.add_row(
+                detector,
+                shape.name,
+                recall,
+                precision,
+                f"{score.false_alarms_per_1000:.2f}",
+                f"{width:.0f}",
+                end_section=shape is evaluation.shapes[-1],
+            )
     return table

@@ -26,10 +26,16 @@ def export(
     out: Annotated[Path, typer.Argument(help="folder to write the files to (created if missing)")],
     url: str = typer.Option(..., envvar="TEWATCH_URL", help="service base URL, e.g. http://127.0.0.1:8000"),
     token: str | None = typer.Option(None, envvar="TEWATCH_TOKEN", help="token, where reads need one"),
-    branch: str | None = typer.Option(None, help="runs of this branch (and its latest verdicts, change points, alerts)"),
+    branch: str | None = typer.Option(
+        None, help="runs of this branch (and its latest verdicts, change points, alerts)"
+    ),
     machine: str | None = typer.Option(None, help="runs of this machine (its name, e.g. vm-h200)"),
-    since: str | None = typer.Option(None, help="runs started at or after this time (ISO 8601; UTC without a zone)"),
-    until: str | None = typer.Option(None, help="runs started before this time (ISO 8601; UTC without a zone)"),
+    since: str | None = typer.Option(
+        None, help="runs started at or after this time (ISO 8601; UTC without a zone)"
+    ),
+    until: str | None = typer.Option(
+        None, help="runs started before this time (ISO 8601; UTC without a zone)"
+    ),
     pr: int | None = typer.Option(None, "--pr", help="runs of this pull request, and its comparisons"),
     fmt: Format = typer.Option(Format.parquet, "--format", help="parquet (typed, via pyarrow) or csv"),
     table: list[str] | None = typer.Option(None, "--table", help=TABLE_HELP, show_default=False),
@@ -38,7 +44,9 @@ def export(
     pull request's comparisons, for the runs that --branch, --machine, --pr and --since/--until select; with
     --machine, --pr or a time range, the verdicts, change points and alerts of other runs are left out.
     The columns and dtypes are tewatch.client's; needs the analysis extra (pandas, pyarrow)."""
-    wanted = list(dict.fromkeys(table or [name for name in TABLES if name != "comparisons" or pr is not None]))
+    wanted = list(
+        dict.fromkeys(table or [name for name in TABLES if name != "comparisons" or pr is not None])
+    )
     unknown = [name for name in wanted if name not in TABLES]
     if unknown:
         raise fail(f"unknown table {', '.join(unknown)}: choose from {', '.join(TABLES)}")
@@ -51,8 +59,17 @@ def export(
         raise fail('tewatch export needs pandas and pyarrow: pip install "tewatch[analysis]"') from None
     try:
         with Client(url, token) as tw:
-            written = export_tables(tw, out, wanted, fmt=fmt.value, branch=branch, machine=machine, pr=pr,
-                                    since=since, until=until)
+            written = export_tables(
+                tw,
+                out,
+                wanted,
+                fmt=fmt.value,
+                branch=branch,
+                machine=machine,
+                pr=pr,
+                since=since,
+                until=until,
+            )
             for path, frame in written:
                 typer.echo(f"{path}: {len(frame)} rows, {len(frame.columns)} columns")
     except ClientError as exc:

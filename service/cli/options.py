@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -29,7 +30,7 @@ def settings_for(db: str | None) -> Settings:
         raise fail(f"bad configuration: {problems}") from None
 
 
-def _problem(error: dict) -> str:
+def _problem(error: Mapping[str, Any]) -> str:
     message = str(error["msg"]).removeprefix("Value error, ")
     field = ".".join(str(part) for part in error.get("loc", ()))
     return f"TEWATCH_{field.upper()}: {message}" if field else message

@@ -54,14 +54,19 @@ def upload(
     base: str | None = typer.Option(None, "--base", help="merge-base sha of the pull request (with --pr)"),
     repo: str = typer.Option("", help="repository, e.g. NVIDIA/TransformerEngine"),
     attempts: int = typer.Option(
-        RETRY_ATTEMPTS, "--attempts", min=1, max=100,
+        RETRY_ATTEMPTS,
+        "--attempts",
+        min=1,
+        max=100,
         help="tries per results file: only connection errors, timeouts, HTTP 5xx and 429 are retried",
     ),
     retry_for: float = typer.Option(
         RETRY_FOR_S, "--retry-for", min=0, help="seconds after a file's first try past which no retry starts"
     ),
     retry_wait: float = typer.Option(
-        RETRY_WAIT_S, "--retry-wait", min=0,
+        RETRY_WAIT_S,
+        "--retry-wait",
+        min=0,
         help=f"first backoff in seconds, doubled on each retry, plus a jitter of up to this much, at most "
         f"{RETRY_WAIT_MAX_S:.0f} s; an answer's Retry-After (up to {RETRY_WAIT_MAX_S:.0f} s) replaces it",
     ),
@@ -88,7 +93,9 @@ def upload(
     fields = {"repo": repo, "branch": branch or "", "pr_number": str(pr or ""), "merge_base_sha": base or ""}
     batch = len(runs) > 1  # one detection pass after the last upload instead of one after each
     endpoint = url.rstrip("/") + "/api/v1/runs" + ("?detect=later" if batch else "")
-    stored: list[int] = []  # with runs whose answer was lost after the service stored them: detection is idempotent
+    stored: list[
+        int
+    ] = []  # with runs whose answer was lost after the service stored them: detection is idempotent
     failures = 0
     headers = {"Authorization": f"Bearer {token}"}
     policy = RetryPolicy(attempts, retry_for, retry_wait)
@@ -101,7 +108,9 @@ def upload(
             task = progress.add_task("uploading", total=len(runs))
             for run in runs:
                 name = (
-                    run.result.relative_to(results_dir) if run.result.is_relative_to(results_dir) else run.result
+                    run.result.relative_to(results_dir)
+                    if run.result.is_relative_to(results_dir)
+                    else run.result
                 )
                 progress.update(task, description=f"uploading {name}")
                 line, ok, run_id = _upload_one(client, endpoint, run, fields, policy)
@@ -119,7 +128,9 @@ def upload(
     if failures:
         raise fail(f"{failures} of {len(runs)} uploads failed")
     if not detected:
-        raise fail("the runs are stored, detection after them failed: `tewatch detect` runs it over the branch")
+        raise fail(
+            "the runs are stored, detection after them failed: `tewatch detect` runs it over the branch"
+        )
 
 
 def _upload_one(
@@ -132,8 +143,13 @@ def _upload_one(
     tries = 0
     try:
         for attempt in stamina.retry_context(
-            on=_retry_backoff, attempts=policy.attempts, timeout=policy.retry_for, wait_initial=policy.wait,
-            wait_max=policy.wait_max, wait_jitter=policy.wait, wait_exp_base=2,
+            on=_retry_backoff,
+            attempts=policy.attempts,
+            timeout=policy.retry_for,
+            wait_initial=policy.wait,
+            wait_max=policy.wait_max,
+            wait_jitter=policy.wait,
+            wait_exp_base=2,
         ):
             with attempt:
                 tries = attempt.num
@@ -160,13 +176,18 @@ def _detect_batch(client, endpoint: str, branch: str | None, run_ids: list[int])
         typer.echo(f"error: detection after {len(run_ids)} runs: {type(exc).__name__}: {exc}", err=True)
         return False
     if not answer.is_success:
-        typer.echo(f"error: detection after {len(run_ids)} runs: HTTP {answer.status_code}: {_detail(answer)}",
-                   err=True)
+        typer.echo(
+            f"error: detection after {len(run_ids)} runs: HTTP {answer.status_code}: {_detail(answer)}",
+            err=True,
+        )
         return False
     found = answer.json()
-    typer.echo(f"detection after {len(run_ids)} runs: {found['series']} series, {found['change_points']} new "
-               f"change points ({found['new_regressions']} regressions), {found['withdrawn']} withdrawn, "
-               f"{found['correctness_alerts']} correctness alerts, {found['resolved_alerts']} resolved", err=True)
+    typer.echo(
+        f"detection after {len(run_ids)} runs: {found['series']} series, {found['change_points']} new "
+        f"change points ({found['new_regressions']} regressions), {found['withdrawn']} withdrawn, "
+        f"{found['correctness_alerts']} correctness alerts, {found['resolved_alerts']} resolved",
+        err=True,
+    )
     return True
 
 
@@ -178,7 +199,9 @@ def _retry_backoff(exc: Exception) -> bool | float:
         asked = _retry_after(exc.answer)
         return True if asked is None else min(asked, RETRY_WAIT_MAX_S)
     # the connection failed, dropped or timed out; not a URL httpx cannot send to, nor a bug of the request
-    return isinstance(exc, httpx.TimeoutException | httpx.NetworkError | httpx.RemoteProtocolError | httpx.ProxyError)
+    return isinstance(
+        exc, httpx.TimeoutException | httpx.NetworkError | httpx.RemoteProtocolError | httpx.ProxyError
+    )
 
 
 def _retry_after(answer) -> float | None:
@@ -193,8 +216,10 @@ def _retry_after(answer) -> float | None:
 def _say_retry(details, policy: RetryPolicy) -> None:
     cause = details.caused_by
     why = str(cause) if isinstance(cause, RetryableAnswer) else f"{type(cause).__name__}: {cause}"
-    typer.echo(f"retrying in {details.wait_for:.1f} s (try {details.retry_num + 1} of {policy.attempts}): {why}",
-               err=True)
+    typer.echo(
+        f"retrying in {details.wait_for:.1f} s (try {details.retry_num + 1} of {policy.attempts}): {why}",
+        err=True,
+    )
 
 
 def _after(tries: int) -> str:
@@ -212,13 +237,20 @@ def _send(client, endpoint: str, run, fields: dict[str, str]):
 
 # asv's result statuses (tewatch.store.models.ResultStatus), in words that cannot be read as verdicts:
 # "failed" is asv's, a benchmark that raised and left no value, whatever the case's verdict says
-RESULT_WORDS = {"ok": "measured", "failed": "failed to run", "timeout": "timed out", "skipped": "skipped",
-                "unsupported": "unsupported"}
+RESULT_WORDS = {
+    "ok": "measured",
+    "failed": "failed to run",
+    "timeout": "timed out",
+    "skipped": "skipped",
+    "unsupported": "unsupported",
+}
 VERDICT_ORDER = ("pass", "fail_accuracy", "error", "timeout", "oom", "unsupported")
 
 
 def _counts(counts: dict[str, int], order, words: dict[str, str] | None = None) -> str:
-    ranked = sorted(counts.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0]))
+    ranked = sorted(
+        counts.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0])
+    )
     return ", ".join(f"{n} {(words or {}).get(status, status)}" for status, n in ranked)
 
 

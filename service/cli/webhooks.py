@@ -27,9 +27,13 @@ def _engine(db: str | None):
 @webhooks_app.command("add")
 def add(
     url: str = typer.Argument(..., help="receiver URL (http or https)"),
-    secret: str = typer.Option(..., "--secret", help="shared secret that signs every body (>= 16 characters)"),
-    events: Annotated[list[str] | None, typer.Option(
-        "--events", "-e", help="event types, repeated or comma-separated (default: all)")] = None,
+    secret: str = typer.Option(
+        ..., "--secret", help="shared secret that signs every body (>= 16 characters)"
+    ),
+    events: Annotated[
+        list[str] | None,
+        typer.Option("--events", "-e", help="event types, repeated or comma-separated (default: all)"),
+    ] = None,
     description: str = typer.Option("", "--description"),
     db: DatabaseOption = None,
 ) -> None:
@@ -61,12 +65,19 @@ def list_command(db: DatabaseOption = None) -> None:
         counts = {
             (sid, status.value): n
             for sid, status, n in session.execute(
-                select(WebhookDelivery.subscription_id, WebhookDelivery.status, func.count())
-                .group_by(WebhookDelivery.subscription_id, WebhookDelivery.status))
+                select(WebhookDelivery.subscription_id, WebhookDelivery.status, func.count()).group_by(
+                    WebhookDelivery.subscription_id, WebhookDelivery.status
+                )
+            )
         }
         for s in active_subscriptions(session):
-            table.add_row(str(s.id), s.kind.value, s.url, ", ".join(s.event_types),
-                          *(str(counts.get((s.id, k), 0)) for k in ("pending", "delivered", "failed")))
+            table.add_row(
+                str(s.id),
+                s.kind.value,
+                s.url,
+                ", ".join(s.event_types),
+                *(str(counts.get((s.id, k), 0)) for k in ("pending", "delivered", "failed")),
+            )
     Console().print(table)
 
 

@@ -97,10 +97,18 @@ class Client:
         """Runs, newest first, with their commit, machine, versions and counts by result and verdict status.
         `since` (inclusive) and `until` (exclusive) bound when a run started (ISO 8601 or datetime; UTC
         without a zone)."""
-        params = {"branch": branch, "machine": machine, "gpu": gpu, "pr": pr, "commit": commit,
-                  "since": _time(since), "until": _time(until)}
-        return frames.frame((self._run_row(run) for run in self._http.paged("/api/v1/runs", params, PAGE)),
-                            frames.RUNS)
+        params = {
+            "branch": branch,
+            "machine": machine,
+            "gpu": gpu,
+            "pr": pr,
+            "commit": commit,
+            "since": _time(since),
+            "until": _time(until),
+        }
+        return frames.frame(
+            (self._run_row(run) for run in self._http.paged("/api/v1/runs", params, PAGE)), frames.RUNS
+        )
 
     @staticmethod
     def _run_row(run: Mapping[str, Any]) -> dict[str, Any]:
@@ -118,18 +126,26 @@ class Client:
     # the catalog --------------------------------------------------------------------------------------
 
     def series(
-        self, *, case: str | None = None, gpu: str | None = None, backend: str | None = None,
+        self,
+        *,
+        case: str | None = None,
+        gpu: str | None = None,
+        backend: str | None = None,
         recipe: str | None = None,
     ) -> pd.DataFrame:
         """Every series (one benchmark of one case) with its case's labels: the ids samples() takes."""
         params = {"case": case, "gpu": gpu, "backend": backend, "recipe": recipe}
-        rows = [row for item in self._http.paged("/api/v1/cases", params, CASE_PAGE) for row in _series_rows(item)]
+        rows = [
+            row for item in self._http.paged("/api/v1/cases", params, CASE_PAGE) for row in _series_rows(item)
+        ]
         return frames.frame(rows, frames.SERIES)
 
     def _labels(self, series_ids: Iterable[Any], case_ids: Iterable[Any] = ()) -> tuple[dict, dict]:
         """Case labels by series id and by case id, read once (again when an id is new)."""
         wanted = {int(i) for i in series_ids if i is not None}, {int(i) for i in case_ids if i is not None}
-        if self._catalog is None or not (wanted[0] <= self._catalog[0].keys() and wanted[1] <= self._catalog[1].keys()):
+        if self._catalog is None or not (
+            wanted[0] <= self._catalog[0].keys() and wanted[1] <= self._catalog[1].keys()
+        ):
             by_series: dict[int, dict[str, Any]] = {}
             by_case: dict[int, dict[str, Any]] = {}
             for item in self._http.paged("/api/v1/cases", {}, CASE_PAGE):
@@ -166,15 +182,25 @@ class Client:
 
     def _series_samples(self, series_id: int, branch: str | None) -> Iterable[dict[str, Any]]:
         answer = self._http.get(f"/api/v1/series/{series_id}", {"branch": branch, "limit": SERIES_POINTS})
-        labels = {**_case_labels(answer), "series_id": series_id, "benchmark": answer["benchmark"],
-                  "unit": answer["unit"]}
+        labels = {
+            **_case_labels(answer),
+            "series_id": series_id,
+            "benchmark": answer["benchmark"],
+            "unit": answer["unit"],
+        }
         for point in answer["points"]:
             base = {
                 **labels,
-                "run_id": point["run_id"], "commit_sha": point["commit_sha"], "committed_at": point["committed_at"],
-                "te_version": point.get("te_version"), "machine": point.get("machine_name"),
-                "branch": point["branch"], "pr_number": point["pr_number"], "status": point["status"],
-                "verdict": point["verdict"], "value": point["value"],
+                "run_id": point["run_id"],
+                "commit_sha": point["commit_sha"],
+                "committed_at": point["committed_at"],
+                "te_version": point.get("te_version"),
+                "machine": point.get("machine_name"),
+                "branch": point["branch"],
+                "pr_number": point["pr_number"],
+                "status": point["status"],
+                "verdict": point["verdict"],
+                "value": point["value"],
                 **frames.gpu_state_columns(point.get("gpu_state")),
             }
             yield from frames.sample_rows(base, point.get("samples"))
@@ -185,15 +211,30 @@ class Client:
         return [self._run_row(self._http.get(f"/api/v1/runs/{run_id}")) for run_id in _ids(runs)]
 
     def _run_samples(self, run: Mapping[str, Any]) -> Iterable[dict[str, Any]]:
-        context = {key: run.get(key) for key in
-                   ("run_id", "commit_sha", "committed_at", "te_version", "machine", "branch", "pr_number")}
+        context = {
+            key: run.get(key)
+            for key in (
+                "run_id",
+                "commit_sha",
+                "committed_at",
+                "te_version",
+                "machine",
+                "branch",
+                "pr_number",
+            )
+        }
         if isinstance(context["committed_at"], pd.Timestamp):
             context["committed_at"] = context["committed_at"].isoformat()
         for result in self._http.paged(f"/api/v1/runs/{int(run['run_id'])}/results", {}, PAGE):
             base = {
-                **context, **_case_labels(result),
-                "series_id": result["series_id"], "benchmark": result["benchmark"], "unit": result["unit"],
-                "status": result["status"], "verdict": result["verdict"], "value": result["value"],
+                **context,
+                **_case_labels(result),
+                "series_id": result["series_id"],
+                "benchmark": result["benchmark"],
+                "unit": result["unit"],
+                "status": result["status"],
+                "verdict": result["verdict"],
+                "value": result["value"],
                 **frames.gpu_state_columns(result.get("gpu_state")),
             }
             yield from frames.sample_rows(base, result.get("samples"))
@@ -201,13 +242,25 @@ class Client:
     # verdicts, comparisons, change points, alerts --------------------------------------------------------
 
     def verdicts(
-        self, *, branch: str | None = None, gpu: str | None = None, backend: str | None = None,
-        recipe: str | None = None, case: str | None = None, status: str | None = None,
+        self,
+        *,
+        branch: str | None = None,
+        gpu: str | None = None,
+        backend: str | None = None,
+        recipe: str | None = None,
+        case: str | None = None,
+        status: str | None = None,
     ) -> pd.DataFrame:
         """The latest verdict of every case (on `branch` if given) with its labels: backend, recipe, mode,
         input rank, world size, and what failed (exception class, message, metric against tolerance)."""
-        params = {"branch": branch, "gpu": gpu, "backend": backend, "recipe": recipe, "case": case,
-                  "status": status}
+        params = {
+            "branch": branch,
+            "gpu": gpu,
+            "backend": backend,
+            "recipe": recipe,
+            "case": case,
+            "status": status,
+        }
         return frames.frame(self._http.get("/api/v1/verdicts/latest", params), frames.VERDICTS)
 
     def comparisons(self, pr: int) -> pd.DataFrame:
@@ -227,22 +280,29 @@ class Client:
         `active=None` includes those later history withdrew."""
         params = {"branch": branch, "series_id": series_id}
         # the route reads active (its default) or withdrawn ones: both are two reads, newest first again
-        rows = [row for state in ([active] if active is not None else [True, False])
-                for row in self._http.listed("/api/v1/detections", {**params, "active": str(state).lower()},
-                                             CHANGE_POINT_PAGE)]
+        rows = [
+            row
+            for state in ([active] if active is not None else [True, False])
+            for row in self._http.listed(
+                "/api/v1/detections", {**params, "active": str(state).lower()}, CHANGE_POINT_PAGE
+            )
+        ]
         rows.sort(key=lambda row: (row["created_at"], row["id"]), reverse=True)
         by_series, _ = self._labels(row["series_id"] for row in rows)
         commits = self._commits() if rows else {}
         out = []
         for row in rows:
             commit = commits.get(row["commit_id"], {})
-            out.append({
-                **by_series.get(row["series_id"], {}),
-                **_renamed(row, id="change_point_id"),
-                "commit_sha": commit.get("sha"), "committed_at": commit.get("committed_at"),
-                "before_commit_sha": commits.get(row["before_commit_id"], {}).get("sha"),
-                "first_possible_commit_sha": commits.get(row["first_possible_commit_id"], {}).get("sha"),
-            })
+            out.append(
+                {
+                    **by_series.get(row["series_id"], {}),
+                    **_renamed(row, id="change_point_id"),
+                    "commit_sha": commit.get("sha"),
+                    "committed_at": commit.get("committed_at"),
+                    "before_commit_sha": commits.get(row["before_commit_id"], {}).get("sha"),
+                    "first_possible_commit_sha": commits.get(row["first_possible_commit_id"], {}).get("sha"),
+                }
+            )
             for key in ("commit_id", "before_commit_id", "first_possible_commit_id"):
                 out[-1].pop(key, None)
         return frames.frame(out, frames.CHANGE_POINTS)
@@ -251,8 +311,13 @@ class Client:
         return {commit["id"]: commit for commit in self._http.paged("/api/v1/commits", {}, PAGE)}
 
     def alerts(
-        self, *, status: str | None = None, kind: str | None = None, branch: str | None = None,
-        pr: int | None = None, gpu: str | None = None,
+        self,
+        *,
+        status: str | None = None,
+        kind: str | None = None,
+        branch: str | None = None,
+        pr: int | None = None,
+        gpu: str | None = None,
     ) -> pd.DataFrame:
         """Alerts, correctness first, then the newest, with the labels of their series or case."""
         params = {"status": status, "kind": kind, "branch": branch, "pr": pr, "gpu": gpu}
@@ -271,8 +336,15 @@ def _case_labels(item: Mapping[str, Any]) -> dict[str, Any]:
 
 def _series_rows(case: Mapping[str, Any]) -> Iterable[dict[str, Any]]:
     for ref in case.get("series", []):
-        yield {**_case_labels(case), "series_id": ref["id"], "benchmark": ref["benchmark"], "unit": ref["unit"],
-               "case_id": case["id"], "params": case.get("params"), "labels": case.get("labels")}
+        yield {
+            **_case_labels(case),
+            "series_id": ref["id"],
+            "benchmark": ref["benchmark"],
+            "unit": ref["unit"],
+            "case_id": case["id"],
+            "params": case.get("params"),
+            "labels": case.get("labels"),
+        }
 
 
 def _renamed(row: Mapping[str, Any], **names: str) -> dict[str, Any]:

@@ -238,8 +238,11 @@ def gpu_state_columns(state: Mapping[str, Any] | None) -> dict[str, Any]:
 
     def numbers(key: str) -> list[float]:
         values = state.get(key)
-        return [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)] if isinstance(
-            values, list) else []
+        return (
+            [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+            if isinstance(values, list)
+            else []
+        )
 
     def pick(key: str, how) -> float | None:
         found = numbers(key)
@@ -259,7 +262,9 @@ def gpu_state_columns(state: Mapping[str, Any] | None) -> dict[str, Any]:
 def sample_rows(base: Mapping[str, Any], samples: list[Any] | None) -> Iterable[dict[str, Any]]:
     """One row per sample of a result; a result without samples (a metric, or a result that failed or
     was not run) is one row whose sample_index and sample are empty."""
-    numbers = [(i, s) for i, s in enumerate(samples or []) if isinstance(s, int | float) and not isinstance(s, bool)]
+    numbers = [
+        (i, s) for i, s in enumerate(samples or []) if isinstance(s, int | float) and not isinstance(s, bool)
+    ]
     if not numbers:
         yield {**base, "sample_index": None, "sample": None}
         return

@@ -39,6 +39,7 @@ Every change point carries its baseline, limits, effect, z and the indices of th
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -132,7 +133,9 @@ def rank_z(before: np.ndarray, after: np.ndarray) -> float:
     """Mann-Whitney U of after against before as a z-score; positive when after is higher."""
     a, b = len(before), len(after)
     ordered = np.sort(before)
-    u = 0.5 * float(np.sum(np.searchsorted(ordered, after, "left") + np.searchsorted(ordered, after, "right")))
+    u = 0.5 * float(
+        np.sum(np.searchsorted(ordered, after, "left") + np.searchsorted(ordered, after, "right"))
+    )
     return (u - 0.5 * a * b) / np.sqrt(a * b * (a + b + 1) / 12.0)
 
 
@@ -169,7 +172,9 @@ def critical_z(n: int, false_alarm_rate: float, persistence: int) -> float:
     root = np.sqrt(spread)
 
     def exceed(c: float) -> float:
-        return c * np.exp(-0.5 * c * c) / np.sqrt(2.0 * np.pi) * float(np.sum(np.exp(-0.8 * c / root) / spread))
+        return (
+            c * np.exp(-0.5 * c * c) / np.sqrt(2.0 * np.pi) * float(np.sum(np.exp(-0.8 * c / root) / spread))
+        )
 
     low, high = 1.0, 12.0
     while high - low > 1e-4:
@@ -191,7 +196,9 @@ class SplitTest:
     critical: float
 
 
-def _sides(x: np.ndarray, lo: int, t: int, hi: int, config: ChangePointConfig) -> tuple[np.ndarray, np.ndarray]:
+def _sides(
+    x: np.ndarray, lo: int, t: int, hi: int, config: ChangePointConfig
+) -> tuple[np.ndarray, np.ndarray]:
     return x[max(lo, t - config.max_segment) : t], x[t : min(hi, t + config.max_segment)]
 
 
@@ -208,8 +215,14 @@ def shift_reaches(before: np.ndarray, after: np.ndarray, shift: float) -> bool:
 
 def two_speeds(x: np.ndarray, config: ChangePointConfig) -> float | None:
     """The log value between the two speeds of x, or None (speeds.py)."""
-    return slow_threshold(x, config.speed_share, config.speed_gap, config.speed_separation,
-                          float(np.log1p(config.min_effect)), config.persistence)
+    return slow_threshold(
+        x,
+        config.speed_share,
+        config.speed_gap,
+        config.speed_separation,
+        float(np.log1p(config.min_effect)),
+        config.persistence,
+    )
 
 
 def split_curve(segment: np.ndarray, config: ChangePointConfig) -> np.ndarray:
@@ -296,8 +309,13 @@ def refine(x: np.ndarray, cps: list[int], config: ChangePointConfig) -> list[int
             continue
         best = int(np.argmax(np.where(allowed, z, -1.0)))
         refined[k] = int(splits[best])
-        if max(separation(segment_x[: t - lo], segment_x[t - lo :]),
-               separation(segment_x[: best + 1], segment_x[best + 1 :])) >= SATURATED:
+        if (
+            max(
+                separation(segment_x[: t - lo], segment_x[t - lo :]),
+                separation(segment_x[: best + 1], segment_x[best + 1 :]),
+            )
+            >= SATURATED
+        ):
             supported = splits[allowed & (z**2 >= z[best] ** 2 - 2.0 * _RANGE_SUPPORT)] - lo
             cost = [absolute_deviation_cost(segment_x, int(split)) for split in supported]
             refined[k] = lo + int(supported[int(np.argmin(cost))])
@@ -364,7 +382,7 @@ def outlying(x: np.ndarray, cps: list[int], config: ChangePointConfig) -> np.nda
     point is measured from the median of its own speed, with the larger of the speeds' own sigmas."""
     bounds = [0, *cps, len(x)]
     parts, own = [], []
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+    for a, b in itertools.pairwise(bounds):
         part = x[a:b]
         threshold = two_speeds(part, config)
         if threshold is None:
@@ -373,12 +391,15 @@ def outlying(x: np.ndarray, cps: list[int], config: ChangePointConfig) -> np.nda
         else:
             slow = part > threshold
             residual = np.where(slow, part - np.median(part[slow]), part - np.median(part[~slow]))
-            own.append(_MAD_TO_SIGMA * max(float(np.median(np.abs(residual[slow]))),
-                                           float(np.median(np.abs(residual[~slow])))))
+            own.append(
+                _MAD_TO_SIGMA
+                * max(float(np.median(np.abs(residual[slow]))), float(np.median(np.abs(residual[~slow]))))
+            )
         parts.append(residual)
     pooled = max(_MAD_TO_SIGMA * float(np.median(np.abs(np.concatenate(parts)))), config.sigma_floor)
-    return np.concatenate([np.abs(part) > config.outlier_k * max(pooled, sigma)
-                           for part, sigma in zip(parts, own, strict=True)])
+    return np.concatenate(
+        [np.abs(part) > config.outlier_k * max(pooled, sigma) for part, sigma in zip(parts, own, strict=True)]
+    )
 
 
 def detect_change_points(values: ArrayLike, config: ChangePointConfig | None = None) -> list[ChangePoint]:
@@ -405,8 +426,10 @@ def detect_change_points(values: ArrayLike, config: ChangePointConfig | None = N
         first, last = location_range(x, cps, k, config)
         baseline, shift = float(np.median(before)), hodges_lehmann(before, after)
         # the shift the rank test needed, in normal-equivalent log units (pi/3: the test's efficiency)
-        margin = max(np.log1p(config.min_effect),
-                     result.critical * sigma * np.sqrt((1.0 / len(before) + 1.0 / len(after)) * np.pi / 3))
+        margin = max(
+            np.log1p(config.min_effect),
+            result.critical * sigma * np.sqrt((1.0 / len(before) + 1.0 / len(after)) * np.pi / 3),
+        )
         found.append(
             ChangePoint(
                 index=int(measured[position[t]]),

@@ -25,6 +25,7 @@ min_effect; `unchanged` when the whole interval lies within +-min_effect; `incon
 from __future__ import annotations
 
 import enum
+import itertools
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
@@ -129,7 +130,7 @@ def _rounds(side: Side) -> list[np.ndarray]:
     if sum(sizes) != len(raw):
         return []
     edges = np.cumsum([0, *sizes])
-    return [_clean(raw[a:b]) for a, b in zip(edges[:-1], edges[1:])]
+    return [_clean(raw[a:b]) for a, b in itertools.pairwise(edges)]
 
 
 def hodges_lehmann_shift(base: np.ndarray, head: np.ndarray, confidence: float) -> tuple[float, float, float]:
@@ -170,23 +171,37 @@ def round_differences(pair: ComparePair, min_samples: int) -> _RoundDifferences 
     base_levels = [np.log(np.median(r)) if len(r) >= enough else np.nan for r in base]
     head_levels = [np.log(np.median(r)) if len(r) >= enough else np.nan for r in head]
     if pair.paired and len(base_levels) == len(head_levels):
-        d = np.array([h - b for b, h in zip(base_levels, head_levels) if np.isfinite(b) and np.isfinite(h)])
+        d = np.array(
+            [
+                h - b
+                for b, h in zip(base_levels, head_levels, strict=True)
+                if np.isfinite(b) and np.isfinite(h)
+            ]
+        )
         if len(d) < 2:
             return None
-        return _RoundDifferences(float(d.mean()), float(d.var(ddof=1)), len(d) - 1.0, len(d), True,
-                                 differences=tuple(float(x) for x in d))
+        return _RoundDifferences(
+            float(d.mean()),
+            float(d.var(ddof=1)),
+            len(d) - 1.0,
+            len(d),
+            True,
+            differences=tuple(float(x) for x in d),
+        )
     b = np.array([x for x in base_levels if np.isfinite(x)])
     h = np.array([x for x in head_levels if np.isfinite(x)])
     if len(b) < 2 or len(h) < 2:
         return None
     vb, vh = float(b.var(ddof=1)), float(h.var(ddof=1))
     pooled = ((len(b) - 1) * vb + (len(h) - 1) * vh) / (len(b) + len(h) - 2)
-    return _RoundDifferences(float(h.mean() - b.mean()), 2 * pooled, len(b) + len(h) - 2.0,
-                             min(len(b), len(h)), False)
+    return _RoundDifferences(
+        float(h.mean() - b.mean()), 2 * pooled, len(b) + len(h) - 2.0, min(len(b), len(h)), False
+    )
 
 
-def _family_round_prior(found: Sequence[_RoundDifferences | None], families: Sequence[Hashable | None],
-                        config: CompareConfig) -> dict[Hashable, tuple[float, float]]:
+def _family_round_prior(
+    found: Sequence[_RoundDifferences | None], families: Sequence[Hashable | None], config: CompareConfig
+) -> dict[Hashable, tuple[float, float]]:
     """Family -> (prior variance of one round's difference, its degrees of freedom): the family's pooled
     variance, each series about its own mean (a change of the whole family does not enter it), each
     capped at `prior_cap` times the family's median so that one wild process cannot set the family's
@@ -194,7 +209,7 @@ def _family_round_prior(found: Sequence[_RoundDifferences | None], families: Seq
     tail in, where a median would promise tighter rounds than a pull request gets. Degrees of freedom are
     the family's, capped."""
     pooled: dict[Hashable, list[tuple[float, float]]] = defaultdict(list)
-    for rounds, family in zip(found, families):
+    for rounds, family in zip(found, families, strict=True):
         if rounds is not None and family is not None:
             pooled[family].append((rounds.variance, rounds.dof))
     priors = {}
@@ -207,18 +222,22 @@ def _family_round_prior(found: Sequence[_RoundDifferences | None], families: Seq
     return priors
 
 
-def _round_priors(items: Sequence[ComparePair], rounds: Sequence[_RoundDifferences | None],
-                  config: CompareConfig) -> list[tuple[float, float] | None]:
+def _round_priors(
+    items: Sequence[ComparePair], rounds: Sequence[_RoundDifferences | None], config: CompareConfig
+) -> list[tuple[float, float] | None]:
     """Each pair's prior for its round variance: its group's within the family, else its family's."""
     groups = [(p.family, p.group) if p.family is not None and p.group is not None else None for p in items]
     by_group = _family_round_prior(rounds, groups, config)
     by_family = _family_round_prior(rounds, [p.family for p in items], config)
-    return [by_group[g] if g in by_group else by_family.get(p.family) if p.family is not None else None
-            for p, g in zip(items, groups)]
+    return [
+        by_group[g] if g in by_group else by_family.get(p.family) if p.family is not None else None
+        for p, g in zip(items, groups, strict=True)
+    ]
 
 
-def without_outlier_rounds(rounds: _RoundDifferences, prior_variance: float,
-                           config: CompareConfig) -> _RoundDifferences:
+def without_outlier_rounds(
+    rounds: _RoundDifferences, prior_variance: float, config: CompareConfig
+) -> _RoundDifferences:
     """Paired rounds less those whose difference lies further than outlier_k prior sigmas from the
     median round (an outlying process, not the change), keeping at least two rounds."""
     differences = np.array(rounds.differences)
@@ -229,11 +248,19 @@ def without_outlier_rounds(rounds: _RoundDifferences, prior_variance: float,
     if keep.all() or keep.sum() < 2:
         return rounds
     kept = differences[keep]
-    return _RoundDifferences(float(kept.mean()), float(kept.var(ddof=1)), len(kept) - 1.0, len(kept), True,
-                             differences=tuple(float(x) for x in kept))
+    return _RoundDifferences(
+        float(kept.mean()),
+        float(kept.var(ddof=1)),
+        len(kept) - 1.0,
+        len(kept),
+        True,
+        differences=tuple(float(x) for x in kept),
+    )
 
 
-def rounds_shift(rounds: _RoundDifferences, prior: tuple[float, float] | None, config: CompareConfig) -> _Shift:
+def rounds_shift(
+    rounds: _RoundDifferences, prior: tuple[float, float] | None, config: CompareConfig
+) -> _Shift:
     """Moderated t on the round differences: the series' own variance and its family's, weighted by their
     degrees of freedom, never below the floor. A series whose own rounds disagree beyond what its family's
     variance allows (an F test at `own_spread_alpha`) keeps its own variance and degrees of freedom: its
@@ -250,8 +277,14 @@ def rounds_shift(rounds: _RoundDifferences, prior: tuple[float, float] | None, c
     variance = max(variance, floor)
     se = float(np.sqrt(variance / rounds.rounds))
     p = float(2 * stats.t.sf(abs(rounds.estimate) / se, dof))
-    return _Shift(rounds.estimate, float(stats.t.ppf(0.5 + config.confidence / 2, dof)) * se, p,
-                  float(np.sqrt(variance / 2)), NoiseSource.rounds, rounds.rounds)
+    return _Shift(
+        rounds.estimate,
+        float(stats.t.ppf(0.5 + config.confidence / 2, dof)) * se,
+        p,
+        float(np.sqrt(variance / 2)),
+        NoiseSource.rounds,
+        rounds.rounds,
+    )
 
 
 def _beyond_prior(rounds: _RoundDifferences, prior: tuple[float, float], config: CompareConfig) -> bool:
@@ -278,7 +311,7 @@ def family_between_run_sigmas(
     of fewer than half of them). A median absolute deviation of k values is worth about 0.37 (k - 1)
     degrees of freedom of a standard deviation (its efficiency)."""
     changes: dict[str, list[float]] = defaultdict(list)
-    for (base, head), family in zip(cleaned, families):
+    for (base, head), family in zip(cleaned, families, strict=True):
         if family is not None and min(len(base), len(head)) >= config.min_samples:
             changes[family].append(float(np.log(np.median(head) / np.median(base))))
     sigmas = {}
@@ -294,8 +327,9 @@ def family_between_run_sigmas(
     return sigmas
 
 
-def single_run_noise(base: np.ndarray, head: np.ndarray, pair: ComparePair, family: _FamilyNoise | None,
-                     config: CompareConfig) -> tuple[float, float, NoiseSource]:
+def single_run_noise(
+    base: np.ndarray, head: np.ndarray, pair: ComparePair, family: _FamilyNoise | None, config: CompareConfig
+) -> tuple[float, float, NoiseSource]:
     """(sigma of one run's level, degrees of freedom, source) for a pair of single runs."""
     if pair.history_sigma is not None:
         return max(pair.history_sigma, 0.0), np.inf, NoiseSource.history
@@ -322,8 +356,12 @@ def _one_shot_in_rounds(pair: ComparePair) -> bool:
 
 
 def measure_shift(
-    base: np.ndarray, head: np.ndarray, between_sigma: float, confidence: float,
-    degrees_of_freedom: float = np.inf, source: NoiseSource = NoiseSource.floor,
+    base: np.ndarray,
+    head: np.ndarray,
+    between_sigma: float,
+    confidence: float,
+    degrees_of_freedom: float = np.inf,
+    source: NoiseSource = NoiseSource.floor,
 ) -> _Shift:
     """`degrees_of_freedom`: of `between_sigma` where it is an estimate (Student's t), else infinite."""
     estimate, low, high = hodges_lehmann_shift(base, head, confidence)
@@ -334,8 +372,13 @@ def measure_shift(
     level = stats.t(degrees_of_freedom) if np.isfinite(degrees_of_freedom) else stats.norm
     p_rank = float(stats.mannwhitneyu(head, base, alternative="two-sided").pvalue)
     p_level = float(2 * level.sf(abs(estimate) / se)) if se > 0 else 0.0
-    return _Shift(estimate=estimate, half_width=float(level.ppf(0.5 + confidence / 2)) * se,
-                  p_value=max(p_rank, p_level), sigma=between_sigma, source=source)
+    return _Shift(
+        estimate=estimate,
+        half_width=float(level.ppf(0.5 + confidence / 2)) * se,
+        p_value=max(p_rank, p_level),
+        sigma=between_sigma,
+        source=source,
+    )
 
 
 # the sweep -------------------------------------------------------------------------------------------------
@@ -362,8 +405,9 @@ def _modes(side: Side, config: CompareConfig) -> list[float]:
     return found[0] if found and 2 * len(found) >= len(groups) else []
 
 
-def _beyond_modes(base: np.ndarray, head: np.ndarray, base_modes: list[float], head_modes: list[float],
-                  min_effect: float) -> bool:
+def _beyond_modes(
+    base: np.ndarray, head: np.ndarray, base_modes: list[float], head_modes: list[float], min_effect: float
+) -> bool:
     """Whether the head left every level the base had (or the base every level of the head's): a change
     past all modes is a change, whatever the modes."""
     base_levels = base_modes or [float(np.median(base))]
@@ -373,7 +417,8 @@ def _beyond_modes(base: np.ndarray, head: np.ndarray, base_modes: list[float], h
 
 
 def compare_sweep(
-    pairs: Sequence[ComparePair | tuple], config: CompareConfig | None = None,
+    pairs: Sequence[ComparePair | tuple],
+    config: CompareConfig | None = None,
     families: Sequence[str | None] | None = None,
 ) -> list[Comparison]:
     """Compare every pair (a ComparePair, or a tuple of base samples, head samples, higher_is_better and
@@ -381,18 +426,22 @@ def compare_sweep(
     `families` (each pair's benchmark) group the pairs whose noise informs each other's."""
     config = config or CompareConfig()
     families = list(families) if families is not None else [None] * len(pairs)
-    items = [_as_pair(item, family) for item, family in zip(pairs, families)]
+    items = [_as_pair(item, family) for item, family in zip(pairs, families, strict=False)]
     families = [item.family for item in items]
     cleaned = [(_clean(p.base.samples), _clean(p.head.samples)) for p in items]
     rounds = [round_differences(p, config.min_samples) for p in items]
     priors = _round_priors(items, rounds, config)
-    rounds = [r if r is None or not r.paired or prior is None else without_outlier_rounds(r, prior[0], config)
-              for r, prior in zip(rounds, priors)]
+    rounds = [
+        r if r is None or not r.paired or prior is None else without_outlier_rounds(r, prior[0], config)
+        for r, prior in zip(rounds, priors, strict=True)
+    ]
     family_sigmas = family_between_run_sigmas(
-        [c for c, r in zip(cleaned, rounds) if r is None], [f for f, r in zip(families, rounds) if r is None],
-        config)
+        [c for c, r in zip(cleaned, rounds, strict=True) if r is None],
+        [f for f, r in zip(families, rounds, strict=True) if r is None],
+        config,
+    )
     shifts: list[_Shift | None] = []
-    for pair, (base, head), found, prior in zip(items, cleaned, rounds, priors):
+    for pair, (base, head), found, prior in zip(items, cleaned, rounds, priors, strict=True):
         if found is not None:
             shifts.append(rounds_shift(found, prior, config))
         elif min(len(base), len(head)) < config.min_samples or _one_shot_in_rounds(pair):
@@ -404,14 +453,30 @@ def compare_sweep(
     tested = [s.p_value for s in shifts if s is not None]
     q_values = iter(benjamini_hochberg(tested)) if tested else iter(())
     results = []
-    for pair, (base, head), shift in zip(items, cleaned, shifts):
+    for pair, (base, head), shift in zip(items, cleaned, shifts, strict=True):
         baseline = float(np.median(base)) if len(base) else float("nan")
         head_level = float(np.median(head)) if len(head) else float("nan")
         if shift is None:
             source = NoiseSource.history if pair.history_sigma is not None else NoiseSource.floor
             sigma = pair.history_sigma if pair.history_sigma is not None else config.between_run_sigma
-            results.append(Comparison(CompareVerdict.inconclusive, baseline, head_level, *[float("nan")] * 5,
-                                      len(base), len(head), sigma, config.min_effect, source))
+            nan = float("nan")  # effect, its interval, p and q
+            results.append(
+                Comparison(
+                    CompareVerdict.inconclusive,
+                    baseline,
+                    head_level,
+                    nan,
+                    nan,
+                    nan,
+                    nan,
+                    nan,
+                    len(base),
+                    len(head),
+                    sigma,
+                    config.min_effect,
+                    source,
+                )
+            )
             continue
         q = float(next(q_values))
         base_modes, head_modes = _modes(pair.base, config), _modes(pair.head, config)
@@ -419,18 +484,28 @@ def compare_sweep(
         # a verdict is about "worse or better", so flip the sign where higher is better
         worse_log = -shift.estimate if pair.higher_is_better else shift.estimate
         verdict = _verdict(worse_log, shift.half_width, q, config)
-        if modes and not (verdict in (CompareVerdict.regression, CompareVerdict.improvement)
-                          and _beyond_modes(base, head, base_modes, head_modes, config.min_effect)):
+        if modes and not (
+            verdict in (CompareVerdict.regression, CompareVerdict.improvement)
+            and _beyond_modes(base, head, base_modes, head_modes, config.min_effect)
+        ):
             verdict = CompareVerdict.unstable
         results.append(
             Comparison(
-                verdict=verdict, baseline=baseline, head=head_level,
+                verdict=verdict,
+                baseline=baseline,
+                head=head_level,
                 effect=float(np.expm1(shift.estimate)),
                 ci_low=float(np.expm1(shift.estimate - shift.half_width)),
                 ci_high=float(np.expm1(shift.estimate + shift.half_width)),
-                p_value=shift.p_value, q_value=q, n_base=len(base), n_head=len(head),
-                between_run_sigma=shift.sigma, min_effect=config.min_effect, noise_source=shift.source,
-                rounds=shift.rounds, modes=modes,
+                p_value=shift.p_value,
+                q_value=q,
+                n_base=len(base),
+                n_head=len(head),
+                between_run_sigma=shift.sigma,
+                min_effect=config.min_effect,
+                noise_source=shift.source,
+                rounds=shift.rounds,
+                modes=modes,
             )
         )
     return results
@@ -443,8 +518,10 @@ def kernel_against_event(kernel: Comparison, event: Comparison) -> Comparison:
     event times agreed within 0.8 %; a GEMM 3.8 % slower in event time read 8 % faster in kernel time):
     inconclusive. Event time that moved while kernel time did not is the host's share, and stays."""
     moved = (CompareVerdict.regression, CompareVerdict.improvement)
-    if kernel.verdict in moved and (event.verdict is CompareVerdict.unchanged
-                                    or (event.verdict in moved and event.verdict is not kernel.verdict)):
+    if kernel.verdict in moved and (
+        event.verdict is CompareVerdict.unchanged
+        or (event.verdict in moved and event.verdict is not kernel.verdict)
+    ):
         return replace(kernel, verdict=CompareVerdict.inconclusive)
     return kernel
 

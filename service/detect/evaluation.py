@@ -49,8 +49,9 @@ class ReplaySeries:
     step_at: int | None
 
 
-def with_gaps(values: np.ndarray, step_at: int | None, rng: np.random.Generator,
-              gap_fraction: float) -> tuple[np.ndarray, int | None]:
+def with_gaps(
+    values: np.ndarray, step_at: int | None, rng: np.random.Generator, gap_fraction: float
+) -> tuple[np.ndarray, int | None]:
     values[rng.random(len(values)) < gap_fraction] = np.nan
     if step_at is not None and np.isnan(values[step_at]):
         # the change lands on the first measured commit at or after it
@@ -127,8 +128,9 @@ def replay_series(
                 yield ReplaySeries(scenario=scenario, values=values, step_at=step_at)
 
 
-def replay_shapes(shapes: Iterable[Shape], series_per_shape: int, commits: int, gap_fraction: float,
-                  seed: int) -> Iterator[tuple[Shape, ReplaySeries]]:
+def replay_shapes(
+    shapes: Iterable[Shape], series_per_shape: int, commits: int, gap_fraction: float, seed: int
+) -> Iterator[tuple[Shape, ReplaySeries]]:
     rng = np.random.default_rng([seed, 1])  # a stream of its own: the steps' replay stays as it was
     for shape in shapes:
         for _ in range(series_per_shape):
@@ -196,6 +198,7 @@ def evaluate(
     scores: dict[tuple[str, str], Score] = {}
     replays = replay_series(profiles, step_sizes, series_per_scenario, commits, gap_fraction, seed)
     for replay in replays:
+        assert replay.scenario is not None  # replay_series gives every series its scenario
         for name, detect in detectors.items():
             score = scores.setdefault((name, replay.scenario.profile.name), Score())
             score.add(replay, detect(replay.values), tolerance)

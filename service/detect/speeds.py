@@ -30,8 +30,9 @@ def robust_spread(x: np.ndarray) -> float:
     return _MAD_TO_SIGMA * float(np.median(np.abs(x - np.median(x))))
 
 
-def slow_threshold(x: np.ndarray, share: float, gap: float, separation: float, min_gap: float,
-                   min_points: int) -> float | None:
+def slow_threshold(
+    x: np.ndarray, share: float, gap: float, separation: float, min_gap: float, min_points: int
+) -> float | None:
     """The log value between the two speeds of `x` (log values), or None when `x` has one speed."""
     values = np.sort(x)
     n = len(values)

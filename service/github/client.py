@@ -17,12 +17,20 @@ def github_client(config: GitHubConfig, timeout_seconds: float) -> GitHub:
     from githubkit import AppInstallationAuthStrategy, GitHub, TokenAuthStrategy
     from githubkit.cache import MemCacheStrategy
 
+    auth: AppInstallationAuthStrategy | TokenAuthStrategy
     if config.app is not None:
-        auth = AppInstallationAuthStrategy(config.app.app_id, config.app.private_key, config.app.installation_id)
+        auth = AppInstallationAuthStrategy(
+            config.app.app_id, config.app.private_key, config.app.installation_id
+        )
     else:
         auth = TokenAuthStrategy(config.token or "")
     return GitHub(
-        auth, base_url=config.api_url, timeout=timeout_seconds, user_agent=f"tewatch/{__version__}",
-        auto_retry=False, http_cache=False, follow_redirects=False,
+        auth,
+        base_url=config.api_url,
+        timeout=timeout_seconds,
+        user_agent=f"tewatch/{__version__}",
+        auto_retry=False,
+        http_cache=False,
+        follow_redirects=False,
         cache_strategy=MemCacheStrategy(),  # installation tokens of this client's App only
     )

@@ -34,17 +34,21 @@ class Section:
         return datetime.fromisoformat(self.created_at)
 
     def render(self) -> str:
-        return (f"<!-- tewatch:section gpu={quote(self.gpu_model, safe='')} head={self.head_sha} "
-                f"at={quote(self.created_at, safe='')} -->\n{self.markdown.rstrip()}\n<!-- /tewatch:section -->")
+        return (
+            f"<!-- tewatch:section gpu={quote(self.gpu_model, safe='')} head={self.head_sha} "
+            f"at={quote(self.created_at, safe='')} -->\n{self.markdown.rstrip()}\n<!-- /tewatch:section -->"
+        )
 
 
 def is_ours(body: str | None) -> bool:
     """Starts with the marker (a reply quoting the comment starts with `>`, and is not ours)."""
-    return bool(body) and body.startswith(MARKER)
+    return bool(body and body.startswith(MARKER))
 
 
 def sections(body: str) -> list[Section]:
-    return [Section(unquote(m["gpu"]), m["head"], unquote(m["at"]), m["markdown"]) for m in SECTION.finditer(body)]
+    return [
+        Section(unquote(m["gpu"]), m["head"], unquote(m["at"]), m["markdown"]) for m in SECTION.finditer(body)
+    ]
 
 
 def render(kept: list[Section]) -> str:

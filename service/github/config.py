@@ -5,14 +5,18 @@ from __future__ import annotations
 import importlib.util
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from tewatch.core.settings import Settings
 
 REPOSITORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}")
-APP_SETTINGS = ("TEWATCH_GITHUB_APP_ID", "TEWATCH_GITHUB_APP_PRIVATE_KEY(_FILE)", "TEWATCH_GITHUB_APP_INSTALLATION_ID")
+APP_SETTINGS = (
+    "TEWATCH_GITHUB_APP_ID",
+    "TEWATCH_GITHUB_APP_PRIVATE_KEY(_FILE)",
+    "TEWATCH_GITHUB_APP_INSTALLATION_ID",
+)
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,9 @@ def github_config(settings: Settings) -> GitHubConfig | None:
     app_given = bool(settings.github_app_id or key_text or key_file or settings.github_app_installation_id)
     if not settings.github_repository:
         if token or app_given:
-            raise ValueError("TEWATCH_GITHUB_REPOSITORY (owner/name) must be set with the other TEWATCH_GITHUB_ settings")
+            raise ValueError(
+                "TEWATCH_GITHUB_REPOSITORY (owner/name) must be set with the other TEWATCH_GITHUB_ settings"
+            )
         return None
     if not REPOSITORY.fullmatch(settings.github_repository):
         raise ValueError(f"TEWATCH_GITHUB_REPOSITORY must be owner/name, got {settings.github_repository!r}")
@@ -59,13 +65,21 @@ def github_config(settings: Settings) -> GitHubConfig | None:
     if importlib.util.find_spec("githubkit") is None:
         raise ValueError("the GitHub integration needs githubkit: pip install 'tewatch[github]'")
     if token and app_given:
-        raise ValueError("set TEWATCH_GITHUB_TOKEN or the GitHub App settings (TEWATCH_GITHUB_APP_*), not both")
+        raise ValueError(
+            "set TEWATCH_GITHUB_TOKEN or the GitHub App settings (TEWATCH_GITHUB_APP_*), not both"
+        )
     if not token and not app_given:
-        raise ValueError("TEWATCH_GITHUB_REPOSITORY is set but no credentials are: set TEWATCH_GITHUB_TOKEN, "
-                         f"or {', '.join(APP_SETTINGS)}")
+        raise ValueError(
+            "TEWATCH_GITHUB_REPOSITORY is set but no credentials are: set TEWATCH_GITHUB_TOKEN, "
+            f"or {', '.join(APP_SETTINGS)}"
+        )
     owner, repo = settings.github_repository.split("/")
-    common = {"owner": owner, "repo": repo, "api_url": settings.github_api_url,
-              "status_context": settings.github_status_context.strip()}
+    common: dict[str, Any] = {
+        "owner": owner,
+        "repo": repo,
+        "api_url": settings.github_api_url,
+        "status_context": settings.github_status_context.strip(),
+    }
     if token:
         return GitHubConfig(**common, token=token)
     return GitHubConfig(**common, app=_app_credentials(settings, key_text))
@@ -78,11 +92,18 @@ def _check_api_url(url: str) -> None:
 
 
 def _app_credentials(settings: Settings, key_text: str) -> AppCredentials:
-    missing = [name for name, value in (("TEWATCH_GITHUB_APP_ID", settings.github_app_id),
-                                        ("TEWATCH_GITHUB_APP_INSTALLATION_ID", settings.github_app_installation_id))
-               if not value]
+    missing = [
+        name
+        for name, value in (
+            ("TEWATCH_GITHUB_APP_ID", settings.github_app_id),
+            ("TEWATCH_GITHUB_APP_INSTALLATION_ID", settings.github_app_installation_id),
+        )
+        if not value
+    ]
     if key_text and settings.github_app_private_key_file:
-        raise ValueError("set TEWATCH_GITHUB_APP_PRIVATE_KEY or TEWATCH_GITHUB_APP_PRIVATE_KEY_FILE, not both")
+        raise ValueError(
+            "set TEWATCH_GITHUB_APP_PRIVATE_KEY or TEWATCH_GITHUB_APP_PRIVATE_KEY_FILE, not both"
+        )
     if not key_text and not settings.github_app_private_key_file:
         missing.append("TEWATCH_GITHUB_APP_PRIVATE_KEY (or _FILE)")
     if missing:
@@ -96,6 +117,7 @@ def _app_credentials(settings: Settings, key_text: str) -> AppCredentials:
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"cannot read {source}: {exc}") from None
     _check_private_key(key_text, source)
+    assert settings.github_app_installation_id is not None  # in `missing` otherwise
     return AppCredentials(str(settings.github_app_id), key_text, settings.github_app_installation_id)
 
 

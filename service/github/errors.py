@@ -39,8 +39,12 @@ def outcome_of(exc: Exception) -> Outcome:
         if isinstance(exc, RateLimitExceeded):
             kind = "secondary" if isinstance(exc, SecondaryRateLimitExceeded) else "primary"
             wait = exc.retry_after.total_seconds()
-            return Outcome(code, f"HTTP {code} from {where}: {kind} rate limit, retry after {wait:g} s", head,
-                           retry_after=wait)
+            return Outcome(
+                code,
+                f"HTTP {code} from {where}: {kind} rate limit, retry after {wait:g} s",
+                head,
+                retry_after=wait,
+            )
         message = _message(text)
         if code == 403 and "rate limit" in message.lower():
             return Outcome(code, f"HTTP {code} from {where}: {message}", head, retry_after=RATE_LIMIT_WAIT_S)

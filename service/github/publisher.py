@@ -34,7 +34,9 @@ class GitHubPublisher:
     # the steps ------------------------------------------------------------------------------------------
     def _publish(self, report: PrReportEvent) -> Outcome:
         if report.repo and report.repo.lower() != self.config.repository.lower():
-            return Outcome(response_head=f"skipped: a pull request of {report.repo}, not {self.config.repository}")
+            return Outcome(
+                response_head=f"skipped: a pull request of {report.repo}, not {self.config.repository}"
+            )
         ours = self._our_comments(report.pr_number)
         body = comment_body(ours[0].body if ours else None, report)
         if body is None:
@@ -51,20 +53,34 @@ class GitHubPublisher:
             done = "created"
         state, description = commit_state(report)
         answer = self.github.rest.repos.create_commit_status(
-            self.config.owner, self.config.repo, report.head_sha, state=state, target_url=report.pr_link,
-            description=description, context=status_context(self.config.status_context, report))
-        return Outcome(status_code=answer.status_code,
-                       response_head=f"comment {comment_id} {done}; status {state} on {report.head_sha[:12]}")
+            self.config.owner,
+            self.config.repo,
+            report.head_sha,
+            state=state,
+            target_url=report.pr_link,
+            description=description,
+            context=status_context(self.config.status_context, report),
+        )
+        return Outcome(
+            status_code=answer.status_code,
+            response_head=f"comment {comment_id} {done}; status {state} on {report.head_sha[:12]}",
+        )
 
     def _our_comments(self, pr_number: int) -> list[Any]:
         """The pull request's comments that are ours, oldest first, every page read (the Link header's)."""
-        comments = self.github.rest.paginate(self.github.rest.issues.list_comments, owner=self.config.owner,
-                                             repo=self.config.repo, issue_number=pr_number, per_page=100)
+        comments: Any = self.github.rest.paginate(
+            self.github.rest.issues.list_comments,
+            owner=self.config.owner,
+            repo=self.config.repo,
+            issue_number=pr_number,
+            per_page=100,
+        )
         return sorted((c for c in comments if is_ours(c.body or None)), key=lambda c: c.id)
 
     def _create(self, pr_number: int, body: str) -> int:
         return self.github.rest.issues.create_comment(
-            self.config.owner, self.config.repo, pr_number, body=body).parsed_data.id
+            self.config.owner, self.config.repo, pr_number, body=body
+        ).parsed_data.id
 
     def _update(self, comment_id: int, body: str) -> None:
         self.github.rest.issues.update_comment(self.config.owner, self.config.repo, comment_id, body=body)

@@ -34,11 +34,17 @@ def parse_report(body: bytes | str) -> PrReportEvent:
         data = envelope["data"]
         counts = data.get("case_counts") or data.get("counts") or {}
         return PrReportEvent(
-            event_id=str(envelope["id"]), created_at=str(envelope["created_at"]),
-            pr_number=int(data["pr_number"]), repo=str(data.get("repo") or ""), head_sha=str(data["head_sha"]), gpu_model=str(data["gpu_model"]),
-            markdown=str(data["markdown"]), pr_link=str(data["links"]["pr"]),
+            event_id=str(envelope["id"]),
+            created_at=str(envelope["created_at"]),
+            pr_number=int(data["pr_number"]),
+            repo=str(data.get("repo") or ""),
+            head_sha=str(data["head_sha"]),
+            gpu_model=str(data["gpu_model"]),
+            markdown=str(data["markdown"]),
+            pr_link=str(data["links"]["pr"]),
             correctness_failures=int(data.get("correctness_failures") or 0),
-            regressions=int(counts.get("regression", 0)), improvements=int(counts.get("improvement", 0)),
+            regressions=int(counts.get("regression", 0)),
+            improvements=int(counts.get("improvement", 0)),
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise ReportError(f"not a pr.report event: {type(exc).__name__}: {exc}") from None
@@ -51,8 +57,10 @@ def _count(n: int, noun: str) -> str:
 def commit_state(report: PrReportEvent) -> tuple[Literal["success", "failure"], str]:
     """failure when the head brings a new correctness failure or a regression, success otherwise."""
     if report.correctness_failures or report.regressions:
-        description = (f"{_count(report.correctness_failures, 'new correctness failure')}, "
-                       f"{_count(report.regressions, 'regression')} against the merge base")
+        description = (
+            f"{_count(report.correctness_failures, 'new correctness failure')}, "
+            f"{_count(report.regressions, 'regression')} against the merge base"
+        )
         return "failure", description[:DESCRIPTION_CHARS]
     description = "no new correctness failure or regression"
     if report.improvements:

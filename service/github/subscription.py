@@ -15,8 +15,11 @@ from tewatch.store.alert_models import SubscriptionKind, WebhookSubscription
 
 def sync_github_subscription(session: Session, config: GitHubConfig | None) -> WebhookSubscription | None:
     """Deactivate GitHub subscriptions of another (or no) repository; add this one's if missing."""
-    active = session.scalars(select(WebhookSubscription).where(
-        WebhookSubscription.kind == SubscriptionKind.github, WebhookSubscription.active.is_(True))).all()
+    active = session.scalars(
+        select(WebhookSubscription).where(
+            WebhookSubscription.kind == SubscriptionKind.github, WebhookSubscription.active.is_(True)
+        )
+    ).all()
     kept = None
     for subscription in active:
         if config is not None and kept is None and subscription.url == config.target:
@@ -25,9 +28,13 @@ def sync_github_subscription(session: Session, config: GitHubConfig | None) -> W
             subscription.active = False
             subscription.removed_at = datetime.now(UTC)
     if config is not None and kept is None:
-        kept = WebhookSubscription(kind=SubscriptionKind.github, url=config.target, secret="",
-                                   event_types=[EventType.pr_report.value],
-                                   description=f"GitHub pull requests of {config.repository}")
+        kept = WebhookSubscription(
+            kind=SubscriptionKind.github,
+            url=config.target,
+            secret="",
+            event_types=[EventType.pr_report.value],
+            description=f"GitHub pull requests of {config.repository}",
+        )
         session.add(kept)
         session.flush()
     return kept

@@ -29,7 +29,9 @@ def archive_series(archive: Path, env_name: str, benchmarks: list[str]) -> dict[
         for member in tar:
             if not member.isfile() or not member.name.endswith(f"-{env_name}.json"):
                 continue
-            results = parse_results(tar.extractfile(member).read(), member.name)
+            file = tar.extractfile(member)
+            assert file is not None  # a regular file's member
+            results = parse_results(file.read(), member.name)
             if results.env_name != env_name:
                 continue
             key = (results.date_ms or 0, results.commit_hash)
@@ -40,6 +42,10 @@ def archive_series(archive: Path, env_name: str, benchmarks: list[str]) -> dict[
     found = {}
     for name, by_commit in runs.items():
         order = sorted(by_commit)
-        values = [np.nanmedian(by_commit[key]) if np.isfinite(by_commit[key]).any() else np.nan for key in order]
-        found[name] = ArchiveSeries(name, env_name, [sha for _, sha in order], np.asarray(values, dtype=float))
+        values = [
+            np.nanmedian(by_commit[key]) if np.isfinite(by_commit[key]).any() else np.nan for key in order
+        ]
+        found[name] = ArchiveSeries(
+            name, env_name, [sha for _, sha in order], np.asarray(values, dtype=float)
+        )
     return found

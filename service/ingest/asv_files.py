@@ -377,8 +377,18 @@ _MACHINE_TEXT = {
     "machine": Machine.name,
     **{
         key: getattr(Machine, key)
-        for key in ("gpu_model", "compute_capability", "driver", "cuda", "cublaslt", "cudnn")
-        + ("cpu", "arch", "os", "ram")
+        for key in (
+            "gpu_model",
+            "compute_capability",
+            "driver",
+            "cuda",
+            "cublaslt",
+            "cudnn",
+            "cpu",
+            "arch",
+            "os",
+            "ram",
+        )
     },
 }
 
@@ -390,5 +400,9 @@ def samples_by_case(results_dir: Path) -> dict[tuple[str, tuple[str, ...]], list
     if len(runs) != 1:
         raise DiscoveryError(f"{results_dir} must hold exactly one run, found {len(runs)}")
     parsed = parse_results(runs[0].result.read_bytes(), runs[0].result.name)
-    return {(benchmark.name, combo.param_reprs): combo.samples
-            for benchmark in parsed.benchmarks for combo in benchmark.combos if combo.samples}
+    return {
+        (benchmark.name, combo.param_reprs): combo.samples
+        for benchmark in parsed.benchmarks
+        for combo in benchmark.combos
+        if combo.samples
+    }

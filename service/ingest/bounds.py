@@ -19,13 +19,21 @@ class UploadBounds:
 
     def check_results(self, count: int, file: str, field: str, origin: str) -> None:
         if count > self.results:
-            raise _refusal(f"this upload would store {count:,} results ({origin}); at most "
-                           f"{self.results:,} are accepted per upload ({RESULTS_SETTING})", file, field)
+            raise _refusal(
+                f"this upload would store {count:,} results ({origin}); at most "
+                f"{self.results:,} are accepted per upload ({RESULTS_SETTING})",
+                file,
+                field,
+            )
 
     def check_cases(self, count: int, file: str, field: str | None, origin: str) -> None:
         if count > self.cases:
-            raise _refusal(f"this upload names {count:,} cases ({origin}); at most "
-                           f"{self.cases:,} are accepted per upload ({CASES_SETTING})", file, field)
+            raise _refusal(
+                f"this upload names {count:,} cases ({origin}); at most "
+                f"{self.cases:,} are accepted per upload ({CASES_SETTING})",
+                file,
+                field,
+            )
 
 
 UNBOUNDED = UploadBounds(results=2**62, cases=2**62)

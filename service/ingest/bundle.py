@@ -66,10 +66,12 @@ class UploadBundle:
         """Content digest over every part and the metadata: the identity of an upload.
 
         Computed once: a bundle is frozen."""
-        if self._digest is None:
+        digest = self._digest
+        if digest is None:
             files = {role: sha256_hex(content) for role, content in self.files()}
-            object.__setattr__(self, "_digest", digest_of({"files": files, "meta": self.metadata()}))
-        return self._digest
+            digest = digest_of({"files": files, "meta": self.metadata()})
+            object.__setattr__(self, "_digest", digest)
+        return digest
 
 
 def case_file_name(name: str | None, index: int) -> str:

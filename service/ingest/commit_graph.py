@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Connection, exists, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -30,8 +31,9 @@ def graph_order(
         place = datetime.fromtimestamp(committed, tz=UTC)
         for parent in parents:
             if index.get(parent, -1) > i:
-                raise IngestError(f"commit {sha} comes before its parent {parent}: send parents first",
-                                  field="commits")
+                raise IngestError(
+                    f"commit {sha} comes before its parent {parent}: send parents first", field="commits"
+                )
             before = places.get(parent) or known.get(parent)
             if before is not None:
                 place = max(place, before + TICK)
@@ -43,11 +45,16 @@ def store_graph(conn: Connection, repo: str, commits: Sequence[tuple[str, int, l
     """Store the graph, place the repository's stored commits in it and rebuild the latest verdicts;
     returns how many stored commits it placed."""
     parents = {p for _, _, ps in commits for p in ps} - {sha for sha, _, _ in commits}
-    known = {}
+    known: dict[str, Any] = {}
     ordered = sorted(parents)
     for start in range(0, len(ordered), CHUNK):
-        known.update(conn.execute(select(CommitGraph.sha, CommitGraph.ordered_at).where(
-            CommitGraph.repo == repo, CommitGraph.sha.in_(ordered[start : start + CHUNK]))).all())
+        known.update(
+            conn.execute(
+                select(CommitGraph.sha, CommitGraph.ordered_at).where(
+                    CommitGraph.repo == repo, CommitGraph.sha.in_(ordered[start : start + CHUNK])
+                )
+            ).all()
+        )
     places = graph_order(commits, {sha: _aware(at) for sha, at in known.items()})
     insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
     rows = [{"repo": repo, "sha": sha, "parents": ps, "ordered_at": places[sha]} for sha, _, ps in commits]
@@ -60,9 +67,15 @@ def store_graph(conn: Connection, repo: str, commits: Sequence[tuple[str, int, l
         conn.execute(statement)
     placed = conn.execute(
         update(Commit)
-        .where(Commit.repo == repo, exists().where(CommitGraph.repo == Commit.repo, CommitGraph.sha == Commit.sha))
-        .values(ordered_at=select(CommitGraph.ordered_at)
-                .where(CommitGraph.repo == Commit.repo, CommitGraph.sha == Commit.sha).scalar_subquery())
+        .where(
+            Commit.repo == repo,
+            exists().where(CommitGraph.repo == Commit.repo, CommitGraph.sha == Commit.sha),
+        )
+        .values(
+            ordered_at=select(CommitGraph.ordered_at)
+            .where(CommitGraph.repo == Commit.repo, CommitGraph.sha == Commit.sha)
+            .scalar_subquery()
+        )
     ).rowcount
     rebuild_latest_verdicts(conn)
     return placed
@@ -73,8 +86,11 @@ def place_commit(conn: Connection, commit_id: int) -> None:
     conn.execute(
         update(Commit)
         .where(Commit.id == commit_id, Commit.ordered_at.is_(None))
-        .values(ordered_at=select(CommitGraph.ordered_at)
-                .where(CommitGraph.repo == Commit.repo, CommitGraph.sha == Commit.sha).scalar_subquery())
+        .values(
+            ordered_at=select(CommitGraph.ordered_at)
+            .where(CommitGraph.repo == Commit.repo, CommitGraph.sha == Commit.sha)
+            .scalar_subquery()
+        )
     )
 
 

@@ -52,7 +52,12 @@ def case_fingerprint(
 ) -> str:
     """`environment` is `asv_environment`'s identity: empty for an `existing` environment (TE's runners),
     and then the fingerprint is what it was before environments took part."""
-    identity = {"case": case_name, "params": params, "gpu_model": gpu_model, "compute_capability": compute_capability}
+    identity = {
+        "case": case_name,
+        "params": params,
+        "gpu_model": gpu_model,
+        "compute_capability": compute_capability,
+    }
     if environment:
         identity["asv_environment"] = environment
     return digest_of(identity)

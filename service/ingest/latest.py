@@ -30,15 +30,22 @@ def _upsert(conn: Connection, model: type[LatestVerdict] | type[LatestBranchVerd
     if branch is not None:
         columns, selected, keys = ["branch", *columns], [literal(branch), *selected], ["branch", "case_id"]
     rows = (
-        select(*selected).join(Run, Run.id == Verdict.run_id).join(Commit, Commit.id == Run.commit_id)
-        .where(Verdict.run_id == run_id).order_by(Verdict.case_id)
+        select(*selected)
+        .join(Run, Run.id == Verdict.run_id)
+        .join(Commit, Commit.id == Run.commit_id)
+        .where(Verdict.run_id == run_id)
+        .order_by(Verdict.case_id)
     )
     statement = insert(model).from_select(columns, rows)
     new = statement.excluded
     statement = statement.on_conflict_do_update(
         index_elements=keys,
-        set_={"run_id": new.run_id, "verdict_id": new.verdict_id, "committed_at": new.committed_at,
-              "started_at": new.started_at},
+        set_={
+            "run_id": new.run_id,
+            "verdict_id": new.verdict_id,
+            "committed_at": new.committed_at,
+            "started_at": new.started_at,
+        },
         where=tuple_(new.committed_at, new.started_at, new.run_id)
         > tuple_(model.committed_at, model.started_at, model.run_id),
     )
@@ -50,17 +57,35 @@ def rebuild_latest_verdicts(conn: Connection) -> None:
     committed, started = commit_order_columns()
     for model, partition in ((LatestVerdict, ()), (LatestBranchVerdict, (Run.branch,))):
         place = func.row_number().over(
-            partition_by=(*partition, Verdict.case_id), order_by=(committed.desc(), started.desc(), Verdict.run_id.desc())
+            partition_by=(*partition, Verdict.case_id),
+            order_by=(committed.desc(), started.desc(), Verdict.run_id.desc()),
         )
         ranked = (
-            select(*partition, Verdict.case_id, Verdict.run_id, Verdict.id.label("verdict_id"),
-                   committed.label("committed_at"), started.label("started_at"), place.label("place"))
-            .join(Run, Run.id == Verdict.run_id).join(Commit, Commit.id == Run.commit_id)
+            select(
+                *partition,
+                Verdict.case_id,
+                Verdict.run_id,
+                Verdict.id.label("verdict_id"),
+                committed.label("committed_at"),
+                started.label("started_at"),
+                place.label("place"),
+            )
+            .join(Run, Run.id == Verdict.run_id)
+            .join(Commit, Commit.id == Run.commit_id)
             .where(*(column.is_not(None) for column in partition))
             .subquery()
         )
-        columns = [*(["branch"] if partition else []), "case_id", "run_id", "verdict_id", "committed_at", "started_at"]
+        columns = [
+            *(["branch"] if partition else []),
+            "case_id",
+            "run_id",
+            "verdict_id",
+            "committed_at",
+            "started_at",
+        ]
         conn.execute(delete(model))
-        conn.execute(insert(model).from_select(
-            columns, select(*(ranked.c[name] for name in columns)).where(ranked.c.place == 1)
-        ))
+        conn.execute(
+            insert(model).from_select(
+                columns, select(*(ranked.c[name] for name in columns)).where(ranked.c.place == 1)
+            )
+        )

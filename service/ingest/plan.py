@@ -268,7 +268,13 @@ class _Planner:
                 dict(record.labels) if record else {k: v for k, v in params.items() if k in LABEL_COLUMNS}
             )
             case = CasePlan(
-                fingerprint, case_name, params, self.gpu_model, self.compute_capability, labels, self.environment_name
+                fingerprint,
+                case_name,
+                params,
+                self.gpu_model,
+                self.compute_capability,
+                labels,
+                self.environment_name,
             )
             self.cases[fingerprint] = case
         self._by_case_id[key] = case
@@ -307,7 +313,11 @@ class _Planner:
                     field=f"results.{benchmark.name}.params",
                 )
             key, params, fingerprint = _case_identity(
-                case_name, param_names, combo.param_reprs, self.gpu_model, self.compute_capability,
+                case_name,
+                param_names,
+                combo.param_reprs,
+                self.gpu_model,
+                self.compute_capability,
                 self.environment,
             )
             value = combo.value

@@ -93,7 +93,9 @@ class AbRounds(Strict):
 
     session: str = Field(min_length=1, max_length=64)
     side: Literal["base", "head"]
-    arm: str = Field(default="", max_length=64)  # the runner's name of the side (several heads may share a base)
+    arm: str = Field(
+        default="", max_length=64
+    )  # the runner's name of the side (several heads may share a base)
     rounds: int = Field(ge=1, le=1000)
 
 

@@ -54,7 +54,10 @@ def one_batch_at_a_time(engine: Engine) -> Iterator[None]:
 
 
 def detect_after_uploads(
-    engine: Engine, run_ids: list[int], public_url: str, change_config: ChangePointConfig | None = None,
+    engine: Engine,
+    run_ids: list[int],
+    public_url: str,
+    change_config: ChangePointConfig | None = None,
     compare_config: CompareConfig | None = None,
 ) -> DetectSummary:
     summary = DetectSummary()
@@ -70,7 +73,9 @@ def detect_after_uploads(
             with Session(engine) as session:
                 run = session.get(Run, run_id)
                 changes = correctness_changes(session, run, public_url)
-                plan = plan_pr_comparison(session, run, changes.rows, public_url, compare_config or CompareConfig())
+                plan = plan_pr_comparison(
+                    session, run, changes.rows, public_url, compare_config or CompareConfig()
+                )
             store_correctness(engine, changes, summary)
             with write_session(engine) as session:
                 store_pr_comparison(session, plan, summary)
@@ -80,13 +85,15 @@ def detect_after_uploads(
                 series_ids = sorted(_touched_series(session, branch_run_ids))
             for changes in replayed:  # in commit order: an alert one run opens, a later one may resolve
                 store_correctness(engine, changes, summary)
-            detect_on_branch(engine, branch, public_url, change_config or ChangePointConfig(), summary, series_ids)
+            detect_on_branch(
+                engine, branch, public_url, change_config or ChangePointConfig(), summary, series_ids
+            )
     return summary
 
 
 def _runs(session: Session, run_ids: list[int]) -> list[Run]:
     ids = sorted(set(run_ids))
-    runs = []
+    runs: list[Run] = []
     for start in range(0, len(ids), CHUNK):
         runs += session.scalars(select(Run).where(Run.id.in_(ids[start : start + CHUNK]))).all()
     missing = set(ids) - {r.id for r in runs}
@@ -98,17 +105,27 @@ def _runs(session: Session, run_ids: list[int]) -> list[Run]:
 def _touched_series(session: Session, run_ids: list[int]) -> set[int]:
     touched: set[int] = set()
     for start in range(0, len(run_ids), CHUNK):
-        touched.update(session.scalars(select(Result.series_id).where(Result.run_id.in_(run_ids[start : start + CHUNK]))))
+        touched.update(
+            session.scalars(select(Result.series_id).where(Result.run_id.in_(run_ids[start : start + CHUNK])))
+        )
     return touched
 
 
-def replay_correctness(session: Session, branch: str, run_ids: list[int], public_url: str) -> list[CorrectnessChanges]:
+def replay_correctness(
+    session: Session, branch: str, run_ids: list[int], public_url: str
+) -> list[CorrectnessChanges]:
     """Each batch run's correctness changes in commit order, given the verdict each case had at the run
     before; runs that open or resolve no correctness alert are left out."""
     batch = set(run_ids)
     rows = session.execute(
-        select(Verdict.case_id, Verdict.status, Run.id, func.coalesce(Commit.ordered_at, Commit.committed_at),
-               Run.started_at, Run.uploaded_at)
+        select(
+            Verdict.case_id,
+            Verdict.status,
+            Run.id,
+            func.coalesce(Commit.ordered_at, Commit.committed_at),
+            Run.started_at,
+            Run.uploaded_at,
+        )
         .join(Run, Verdict.run_id == Run.id)
         .join(Commit, Run.commit_id == Commit.id)
         .where(Run.branch == branch, Run.pr_number.is_(None))
@@ -118,9 +135,16 @@ def replay_correctness(session: Session, branch: str, run_ids: list[int], public
     for case_id, status, run_id, committed_at, started_at, uploaded_at in rows:
         by_run[run_id].append((case_id, status))
         order[run_id] = run_order(committed_at, started_at, uploaded_at, run_id)
-    alerted = set(session.scalars(select(Alert.case_id).where(
-        Alert.kind == AlertKind.correctness, Alert.branch == branch, Alert.pr_number.is_(None),
-        Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged]))))
+    alerted = set(
+        session.scalars(
+            select(Alert.case_id).where(
+                Alert.kind == AlertKind.correctness,
+                Alert.branch == branch,
+                Alert.pr_number.is_(None),
+                Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged]),
+            )
+        )
+    )
     latest: dict[int, VerdictStatus] = {}
     replayed = []
     for run_id in sorted(by_run, key=order.__getitem__):
@@ -130,7 +154,9 @@ def replay_correctness(session: Session, branch: str, run_ids: list[int], public
             failing = {c for c, s in verdicts if is_new_failure(s, before.get(c))}
             fixed = {c for c, s in verdicts if s == VerdictStatus.passed and c in alerted}
             if failing or fixed:
-                replayed.append(correctness_changes(session, session.get(Run, run_id), public_url, before=before))
+                replayed.append(
+                    correctness_changes(session, session.get(Run, run_id), public_url, before=before)
+                )
                 alerted = (alerted | failing) - fixed
         latest.update(verdicts)
     return replayed

@@ -84,32 +84,60 @@ def measured_on(gpu_model: str, machine: str | None) -> str:
 
 
 def _machine_of(session: Session, run_id: int) -> str | None:
-    return session.scalar(select(Machine.name).join(Run, Run.machine_id == Machine.id).where(Run.id == run_id))
+    return session.scalar(
+        select(Machine.name).join(Run, Run.machine_id == Machine.id).where(Run.id == run_id)
+    )
 
 
 def _record_change_point(
-    session: Session, history: History, cp: ChangePoint, branch: str, config: ChangePointConfig,
-    public_url: str, summary: DetectSummary, existing: list[Detection],
+    session: Session,
+    history: History,
+    cp: ChangePoint,
+    branch: str,
+    config: ChangePointConfig,
+    public_url: str,
+    summary: DetectSummary,
+    existing: list[Detection],
 ) -> None:
     info, points = history.info, history.points
     direction = direction_of(cp.effect, info.higher_is_better)
-    shift = environment_shift([p.environment for p in points], cp.first_possible_index, cp.last_possible_index)
+    shift = environment_shift(
+        [p.environment for p in points], cp.first_possible_index, cp.last_possible_index
+    )
     position = {p.commit_id: i for i, p in enumerate(points)}
     fields = {
-        "series_id": info.series_id, "series_key": info.key, "branch": branch, "gpu_model": info.gpu_model,
-        "run_id": points[cp.index].run_id, "commit_id": points[cp.index].commit_id,
+        "series_id": info.series_id,
+        "series_key": info.key,
+        "branch": branch,
+        "gpu_model": info.gpu_model,
+        "run_id": points[cp.index].run_id,
+        "commit_id": points[cp.index].commit_id,
         "before_commit_id": points[cp.before_index].commit_id,
-        "first_possible_commit_id": points[cp.first_possible_index].commit_id, "direction": direction.value,
-        "baseline": cp.baseline, "level_after": cp.level_after, "lower_limit": cp.lower_limit, "upper_limit": cp.upper_limit,
-        "effect": cp.effect, "z": cp.z, "sigma": cp.sigma, "n_before": cp.n_before, "n_after": cp.n_after,
-        "environment_shift": shift is not None, "environment_changes": shift[1] if shift else {},
-        "detector_version": DETECTOR_VERSION, "config": config.as_dict(), "active": True,
+        "first_possible_commit_id": points[cp.first_possible_index].commit_id,
+        "direction": direction.value,
+        "baseline": cp.baseline,
+        "level_after": cp.level_after,
+        "lower_limit": cp.lower_limit,
+        "upper_limit": cp.upper_limit,
+        "effect": cp.effect,
+        "z": cp.z,
+        "sigma": cp.sigma,
+        "n_before": cp.n_before,
+        "n_after": cp.n_after,
+        "environment_shift": shift is not None,
+        "environment_changes": shift[1] if shift else {},
+        "detector_version": DETECTOR_VERSION,
+        "config": config.as_dict(),
+        "active": True,
     }
     slack = config.persistence
     for stored in existing:
         at = position.get(stored.commit_id)
-        if (stored.direction == direction.value and at is not None
-                and cp.first_possible_index - slack <= at <= cp.last_possible_index + slack):
+        if (
+            stored.direction == direction.value
+            and at is not None
+            and cp.first_possible_index - slack <= at <= cp.last_possible_index + slack
+        ):
             for name, value in fields.items():
                 setattr(stored, name, value)
             existing.remove(stored)
@@ -126,24 +154,44 @@ def _record_change_point(
     sha_range = f"{points[cp.first_possible_index].sha[:10]}..{points[cp.last_possible_index].sha[:10]}"
     prefix = "[environment] " if shift else ""
     alert, created = open_alert(
-        session, f"regression:{info.key}:{branch}:{detection.id}", AlertKind.regression,
+        session,
+        f"regression:{info.key}:{branch}:{detection.id}",
+        AlertKind.regression,
         f"{prefix}{info.label}{measured_on(info.gpu_model, _machine_of(session, points[cp.index].run_id))}: "
         f"{cp.effect * 100:+.1f} % since {sha_range}",
-        series_id=info.series_id, case_id=info.case_id, detection_id=detection.id,
-        run_id=points[cp.index].run_id, branch=branch, gpu_model=info.gpu_model, effect=cp.effect,
+        series_id=info.series_id,
+        case_id=info.case_id,
+        detection_id=detection.id,
+        run_id=points[cp.index].run_id,
+        branch=branch,
+        gpu_model=info.gpu_model,
+        effect=cp.effect,
         details={"environment_changes": fields["environment_changes"], "commit_range": sha_range},
     )
     if created:
         payload = {
-            "alert_id": alert.id, "detection_id": detection.id, "branch": branch, "series": info.label,
-            "series_key": info.key, "series_id": info.series_id, "gpu_model": info.gpu_model, "unit": info.unit,
+            "alert_id": alert.id,
+            "detection_id": detection.id,
+            "branch": branch,
+            "series": info.label,
+            "series_key": info.key,
+            "series_id": info.series_id,
+            "gpu_model": info.gpu_model,
+            "unit": info.unit,
             "higher_is_better": info.higher_is_better,
-            "commit": points[cp.index].sha, "last_commit_before": points[cp.before_index].sha,
+            "commit": points[cp.index].sha,
+            "last_commit_before": points[cp.before_index].sha,
             "first_possible_commit": points[cp.first_possible_index].sha,
-            "baseline": cp.baseline, "level_after": cp.level_after, "effect": cp.effect,
-            "lower_limit": cp.lower_limit, "upper_limit": cp.upper_limit, "z": cp.z,
-            "environment_shift": shift is not None, "environment_changes": fields["environment_changes"],
-            "detector_version": DETECTOR_VERSION, "links": _links(public_url, info),
+            "baseline": cp.baseline,
+            "level_after": cp.level_after,
+            "effect": cp.effect,
+            "lower_limit": cp.lower_limit,
+            "upper_limit": cp.upper_limit,
+            "z": cp.z,
+            "environment_shift": shift is not None,
+            "environment_changes": fields["environment_changes"],
+            "detector_version": DETECTOR_VERSION,
+            "links": _links(public_url, info),
         }
         emit(session, EventType.regression_detected, payload)
         summary.events += 1
@@ -170,16 +218,24 @@ def _branch_state(session: Session, branch: str) -> tuple[int, int | None]:
 def _stored_detections(session: Session, branch: str, keys: list[str]) -> dict[str, list[Detection]]:
     stored: dict[str, list[Detection]] = defaultdict(list)
     for start in range(0, len(keys), 500):
-        query = select(Detection).where(Detection.branch == branch, Detection.active.is_(True),
-                                        Detection.series_key.in_(keys[start : start + 500]))
+        query = select(Detection).where(
+            Detection.branch == branch,
+            Detection.active.is_(True),
+            Detection.series_key.in_(keys[start : start + 500]),
+        )
         for detection in session.scalars(query):
             stored[detection.series_key].append(detection)
     return stored
 
 
 def _store_change_points(
-    engine: Engine, found: list[_Found], branch: str, config: ChangePointConfig, public_url: str,
-    summary: DetectSummary, state: tuple[int, int | None] | None,
+    engine: Engine,
+    found: list[_Found],
+    branch: str,
+    config: ChangePointConfig,
+    public_url: str,
+    summary: DetectSummary,
+    state: tuple[int, int | None] | None,
 ) -> None:
     """Store what the histories showed, WRITE_BATCH series per transaction. With `state`, raises _Stale
     before a batch once the branch has moved on from it (batches already stored stay: storing is
@@ -194,16 +250,25 @@ def _store_change_points(
                 commits = {p.commit_id for p in item.history.points}
                 existing = stored.get(item.history.info.key, [])
                 for cp in item.change_points:
-                    _record_change_point(session, item.history, cp, branch, config, public_url, summary, existing)
+                    _record_change_point(
+                        session, item.history, cp, branch, config, public_url, summary, existing
+                    )
                 for gone in existing:
                     if gone.commit_id in commits:  # later history no longer supports it
-                        withdraw(session, gone, summary, item.history.points[-1].sha if item.history.points else "")
+                        withdraw(
+                            session, gone, summary, item.history.points[-1].sha if item.history.points else ""
+                        )
     summary.series += len(found)
 
 
 def detect_on_branch(
-    engine: Engine, branch: str, public_url: str, config: ChangePointConfig, summary: DetectSummary,
-    series_ids: list[int] | None = None, progress_total: Callable[[int], None] | None = None,
+    engine: Engine,
+    branch: str,
+    public_url: str,
+    config: ChangePointConfig,
+    summary: DetectSummary,
+    series_ids: list[int] | None = None,
+    progress_total: Callable[[int], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> None:
     for attempt in range(STALE_ATTEMPTS):
@@ -226,8 +291,12 @@ def detect_on_branch(
 
 
 def detect_branch(
-    engine: Engine, branch: str, public_url: str, config: ChangePointConfig | None = None,
-    series_ids: list[int] | None = None, progress_total: Callable[[int], None] | None = None,
+    engine: Engine,
+    branch: str,
+    public_url: str,
+    config: ChangePointConfig | None = None,
+    series_ids: list[int] | None = None,
+    progress_total: Callable[[int], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> DetectSummary:
     """Change points in every series of a branch (or of `series_ids`). Histories are read and change
@@ -235,8 +304,16 @@ def detect_branch(
     time. When a run lands on the branch meanwhile, the pass starts again from the newer history (the
     last of STALE_ATTEMPTS passes stores regardless)."""
     summary = DetectSummary()
-    detect_on_branch(engine, branch, public_url, config or ChangePointConfig(), summary, series_ids,
-                      progress_total, progress)
+    detect_on_branch(
+        engine,
+        branch,
+        public_url,
+        config or ChangePointConfig(),
+        summary,
+        series_ids,
+        progress_total,
+        progress,
+    )
     return summary
 
 
@@ -249,7 +326,11 @@ def _case_label(case: Case) -> str:
 def _verdict_detail(verdict: Verdict) -> str:
     if verdict.status == VerdictStatus.fail_accuracy:
         return f"{verdict.check}: {verdict.metric} = {verdict.metric_value} > tolerance {verdict.tolerance}"
-    text = f"{verdict.exception_class}: {verdict.message}" if verdict.exception_class else (verdict.message or "")
+    text = (
+        f"{verdict.exception_class}: {verdict.message}"
+        if verdict.exception_class
+        else (verdict.message or "")
+    )
     return f"{verdict.check}: {text}".strip(": ")
 
 
@@ -264,20 +345,28 @@ def previous_verdicts(session: Session, run: Run) -> dict[int, VerdictStatus]:
     if run.pr_number is not None:
         base_runs = merge_base_runs(session, run)
         query = select(Verdict.case_id, Verdict.status).where(Verdict.run_id.in_([r.id for r in base_runs]))
-        return {case_id: status for case_id, status in session.execute(query)}
+        return {case_id: status for case_id, status in session.execute(query)}  # noqa: C416 - dict() reads a Result, which has keys(), as a mapping
     query = (
         select(Verdict.case_id, Verdict.status, Run.id)
         .join(Run, Verdict.run_id == Run.id)
         .join(Commit, Run.commit_id == Commit.id)
-        .where(Run.branch == run.branch, Run.pr_number.is_(None), Run.id != run.id,
-               Verdict.case_id.in_(select(Verdict.case_id).where(Verdict.run_id == run.id)))
+        .where(
+            Run.branch == run.branch,
+            Run.pr_number.is_(None),
+            Run.id != run.id,
+            Verdict.case_id.in_(select(Verdict.case_id).where(Verdict.run_id == run.id)),
+        )
         .order_by(Commit.committed_at, Run.started_at, Run.id)
     )
     this_commit = session.get(Commit, run.commit_id)
     latest: dict[int, VerdictStatus] = {}
     for case_id, status, other_id in session.execute(query):
         other = session.get(Run, other_id)
-        if this_commit.committed_at and other.commit.committed_at and other.commit.committed_at > this_commit.committed_at:
+        if (
+            this_commit.committed_at
+            and other.commit.committed_at
+            and other.commit.committed_at > this_commit.committed_at
+        ):
             continue
         latest[case_id] = status
     return latest
@@ -308,8 +397,9 @@ class CorrectnessChanges:
         return [f.row for f in self.failures]
 
 
-def correctness_changes(session: Session, run: Run, public_url: str,
-                        before: dict[int, VerdictStatus] | None = None) -> CorrectnessChanges:
+def correctness_changes(
+    session: Session, run: Run, public_url: str, before: dict[int, VerdictStatus] | None = None
+) -> CorrectnessChanges:
     """`before`: each case's verdict at the run before (default: read from the store)."""
     before = previous_verdicts(session, run) if before is None else before
     scope = f"pr{run.pr_number}" if run.pr_number is not None else f"branch:{run.branch}"
@@ -319,27 +409,49 @@ def correctness_changes(session: Session, run: Run, public_url: str,
         previous = before.get(case.id)
         if is_new_failure(verdict.status, previous):
             detail = _verdict_detail(verdict)
-            failures.append(_NewFailure(
-                row=CorrectnessRow(_case_label(case), previous.value if previous else "", verdict.status.value,
-                                   detail, case.id),
-                dedupe_key=f"correctness:{case.fingerprint}:{scope}:{run.id}",
-                title=f"{_case_label(case)}{measured_on(case.gpu_model, run.machine.name)}: {verdict.status.value}",
-                alert_fields={
-                    "case_id": case.id, "verdict_id": verdict.id, "run_id": run.id, "branch": run.branch,
-                    "pr_number": run.pr_number, "gpu_model": case.gpu_model,
-                    "details": {"previous": previous.value if previous else None, "status": verdict.status.value,
-                                "detail": detail},
-                },
-                event={
-                    "case": _case_label(case), "case_id": case.id, "gpu_model": case.gpu_model,
-                    "branch": run.branch, "pr_number": run.pr_number, "commit": run.commit.sha,
-                    "previous": previous.value if previous else None, "status": verdict.status.value,
-                    "check": verdict.check, "exception_class": verdict.exception_class,
-                    "message": verdict.message, "metric": verdict.metric, "value": verdict.metric_value,
-                    "tolerance": verdict.tolerance,
-                    "links": {"alerts": f"{public_url.rstrip('/')}/alerts"},
-                },
-            ))
+            failures.append(
+                _NewFailure(
+                    row=CorrectnessRow(
+                        _case_label(case),
+                        previous.value if previous else "",
+                        verdict.status.value,
+                        detail,
+                        case.id,
+                    ),
+                    dedupe_key=f"correctness:{case.fingerprint}:{scope}:{run.id}",
+                    title=f"{_case_label(case)}{measured_on(case.gpu_model, run.machine.name)}: {verdict.status.value}",
+                    alert_fields={
+                        "case_id": case.id,
+                        "verdict_id": verdict.id,
+                        "run_id": run.id,
+                        "branch": run.branch,
+                        "pr_number": run.pr_number,
+                        "gpu_model": case.gpu_model,
+                        "details": {
+                            "previous": previous.value if previous else None,
+                            "status": verdict.status.value,
+                            "detail": detail,
+                        },
+                    },
+                    event={
+                        "case": _case_label(case),
+                        "case_id": case.id,
+                        "gpu_model": case.gpu_model,
+                        "branch": run.branch,
+                        "pr_number": run.pr_number,
+                        "commit": run.commit.sha,
+                        "previous": previous.value if previous else None,
+                        "status": verdict.status.value,
+                        "check": verdict.check,
+                        "exception_class": verdict.exception_class,
+                        "message": verdict.message,
+                        "metric": verdict.metric,
+                        "value": verdict.metric_value,
+                        "tolerance": verdict.tolerance,
+                        "links": {"alerts": f"{public_url.rstrip('/')}/alerts"},
+                    },
+                )
+            )
         elif verdict.status == VerdictStatus.passed and run.pr_number is None:
             passing.append(case.id)
     return CorrectnessChanges(run.id, run.branch, run.commit.sha, failures, passing)
@@ -351,23 +463,37 @@ def store_correctness(engine: Engine, changes: CorrectnessChanges, summary: Dete
     for start in range(0, len(changes.failures), WRITE_BATCH):
         with write_session(engine) as session:
             for failure in changes.failures[start : start + WRITE_BATCH]:
-                alert, created = open_alert(session, failure.dedupe_key, AlertKind.correctness, failure.title,
-                                            **failure.alert_fields)
+                alert, created = open_alert(
+                    session, failure.dedupe_key, AlertKind.correctness, failure.title, **failure.alert_fields
+                )
                 if created:
                     summary.correctness_alerts += 1
                     emit(session, EventType.correctness_failed, {"alert_id": alert.id, **failure.event})
                     summary.events += 1
     for start in range(0, len(changes.passing_case_ids), WRITE_BATCH):
         with write_session(engine) as session:
-            open_ones = session.scalars(select(Alert).where(
-                Alert.kind == AlertKind.correctness, Alert.case_id.in_(changes.passing_case_ids[start : start + WRITE_BATCH]),
-                Alert.branch == changes.branch, Alert.pr_number.is_(None),
-                Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged])))
+            open_ones = session.scalars(
+                select(Alert).where(
+                    Alert.kind == AlertKind.correctness,
+                    Alert.case_id.in_(changes.passing_case_ids[start : start + WRITE_BATCH]),
+                    Alert.branch == changes.branch,
+                    Alert.pr_number.is_(None),
+                    Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged]),
+                )
+            )
             for alert in open_ones:
-                change_status(session, alert, AlertStatus.resolved, "detector",
-                              f"passes again in run {changes.run_id} at commit {changes.sha}")
-                alert.details = {**(alert.details or {}), "fixed_by_commit": changes.sha,
-                                 "fixed_by_run": changes.run_id}
+                change_status(
+                    session,
+                    alert,
+                    AlertStatus.resolved,
+                    "detector",
+                    f"passes again in run {changes.run_id} at commit {changes.sha}",
+                )
+                alert.details = {
+                    **(alert.details or {}),
+                    "fixed_by_commit": changes.sha,
+                    "fixed_by_run": changes.run_id,
+                }
                 summary.resolved_alerts += 1
 
 
@@ -381,14 +507,17 @@ class FixedCase:
     base: Verdict
 
 
-def fixed_cases(session: Session, run: Run, before: dict[int, VerdictStatus] | None = None) -> list[FixedCase]:
+def fixed_cases(
+    session: Session, run: Run, before: dict[int, VerdictStatus] | None = None
+) -> list[FixedCase]:
     """The cases a pull-request run fixes: their verdict on the merge base's runs fails (FAILING) and
     their verdict in this run is `pass`; ordered by case. Empty for a run that is not a pull request's."""
     if run.pr_number is None:
         return []
     before = previous_verdicts(session, run) if before is None else before
     passing = session.execute(
-        select(Verdict, Case).join(Case, Verdict.case_id == Case.id)
+        select(Verdict, Case)
+        .join(Case, Verdict.case_id == Case.id)
         .where(Verdict.run_id == run.id, Verdict.status == VerdictStatus.passed)
     ).all()
     candidates = {case.id: (case, verdict) for verdict, case in passing if before.get(case.id) in FAILING}
@@ -398,12 +527,19 @@ def fixed_cases(session: Session, run: Run, before: dict[int, VerdictStatus] | N
     base: dict[int, Verdict] = {}
     ids = sorted(candidates)
     for start in range(0, len(ids), 500):
-        query = select(Verdict).where(Verdict.run_id.in_(base_ids), Verdict.case_id.in_(ids[start : start + 500]))
+        query = select(Verdict).where(
+            Verdict.run_id.in_(base_ids), Verdict.case_id.in_(ids[start : start + 500])
+        )
         for verdict in session.scalars(query.order_by(Verdict.run_id, Verdict.id)):
-            if verdict.status == before[verdict.case_id]:  # the failure previous_verdicts saw, the latest run's
+            if (
+                verdict.status == before[verdict.case_id]
+            ):  # the failure previous_verdicts saw, the latest run's
                 base[verdict.case_id] = verdict
-    fixed = [FixedCase(case, verdict, base[case_id]) for case_id, (case, verdict) in candidates.items()
-             if case_id in base]
+    fixed = [
+        FixedCase(case, verdict, base[case_id])
+        for case_id, (case, verdict) in candidates.items()
+        if case_id in base
+    ]
     return sorted(fixed, key=lambda f: (_case_label(f.case), f.case.gpu_model, f.case.id))
 
 
@@ -414,29 +550,49 @@ def _base_alerts(session: Session, base_runs: list[Run], case_ids: list[int]) ->
     if not branches or not case_ids:
         return out
     for start in range(0, len(case_ids), 500):
-        query = select(Alert.case_id, Alert.id).where(
-            Alert.kind == AlertKind.correctness, Alert.case_id.in_(case_ids[start : start + 500]),
-            Alert.branch.in_(branches), Alert.pr_number.is_(None),
-            Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged]),
-        ).order_by(Alert.id)
+        query = (
+            select(Alert.case_id, Alert.id)
+            .where(
+                Alert.kind == AlertKind.correctness,
+                Alert.case_id.in_(case_ids[start : start + 500]),
+                Alert.branch.in_(branches),
+                Alert.pr_number.is_(None),
+                Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged]),
+            )
+            .order_by(Alert.id)
+        )
         for case_id, alert_id in session.execute(query):
             out[case_id].append(alert_id)
     return out
 
 
-def fixed_payload(session: Session, base_runs: list[Run], fixed: list[FixedCase], public_url: str) -> list[dict]:
+def fixed_payload(
+    session: Session, base_runs: list[Run], fixed: list[FixedCase], public_url: str
+) -> list[dict]:
     """The `fixed` list of the `pr.report` payload: each fixed case with what it failed with on the merge
     base, and the correctness alerts still open for it there (merging the fix resolves them)."""
     base_url = public_url.rstrip("/")
     alerts = _base_alerts(session, base_runs, [f.case.id for f in fixed])
-    return [{
-        "case": _case_label(f.case), "case_id": f.case.id, "gpu_model": f.case.gpu_model,
-        "previous": f.base.status.value, "previous_detail": _verdict_detail(f.base), "check": f.base.check,
-        "exception_class": f.base.exception_class, "message": f.base.message, "metric": f.base.metric,
-        "value": f.base.metric_value, "tolerance": f.base.tolerance, "base_run_id": f.base.run_id,
-        "status": f.verdict.status.value, "open_alert_ids": alerts.get(f.case.id, []),
-        "links": {"case": f"{base_url}/case/{f.case.id}"},
-    } for f in fixed]
+    return [
+        {
+            "case": _case_label(f.case),
+            "case_id": f.case.id,
+            "gpu_model": f.case.gpu_model,
+            "previous": f.base.status.value,
+            "previous_detail": _verdict_detail(f.base),
+            "check": f.base.check,
+            "exception_class": f.base.exception_class,
+            "message": f.base.message,
+            "metric": f.base.metric,
+            "value": f.base.metric_value,
+            "tolerance": f.base.tolerance,
+            "base_run_id": f.base.run_id,
+            "status": f.verdict.status.value,
+            "open_alert_ids": alerts.get(f.case.id, []),
+            "links": {"case": f"{base_url}/case/{f.case.id}"},
+        }
+        for f in fixed
+    ]
 
 
 # pull requests ---------------------------------------------------------------------------------------------
@@ -446,9 +602,14 @@ def merge_base_runs(session: Session, run: Run) -> list[Run]:
     if not run.merge_base_sha:
         return []
     query = (
-        select(Run).join(Commit, Run.commit_id == Commit.id).join(Machine, Run.machine_id == Machine.id)
-        .where(Commit.sha.startswith(run.merge_base_sha[:40]), Run.pr_number.is_(None),
-               Machine.gpu_model == run.machine.gpu_model)
+        select(Run)
+        .join(Commit, Run.commit_id == Commit.id)
+        .join(Machine, Run.machine_id == Machine.id)
+        .where(
+            Commit.sha.startswith(run.merge_base_sha[:40]),
+            Run.pr_number.is_(None),
+            Machine.gpu_model == run.machine.gpu_model,
+        )
     )
     runs = list(session.scalars(query))
     same_machine = [r for r in runs if r.machine_id == run.machine_id]
@@ -460,9 +621,14 @@ def between_run_sigmas(session: Session, series_ids: list[int]) -> dict[int, flo
     values: dict[int, list[float]] = defaultdict(list)
     for start in range(0, len(series_ids), 500):
         query = (
-            select(Result.series_id, Result.value).join(Run, Result.run_id == Run.id)
-            .where(Result.series_id.in_(series_ids[start : start + 500]), Run.pr_number.is_(None),
-                   Result.status == ResultStatus.ok, Result.value > 0)
+            select(Result.series_id, Result.value)
+            .join(Run, Result.run_id == Run.id)
+            .where(
+                Result.series_id.in_(series_ids[start : start + 500]),
+                Run.pr_number.is_(None),
+                Result.status == ResultStatus.ok,
+                Result.value > 0,
+            )
             .order_by(Run.uploaded_at)
         )
         for series_id, value in session.execute(query):
@@ -507,17 +673,32 @@ def _host_bound_cases(infos: dict[int, SeriesInfo], rows) -> dict[int, bool]:
         values = [v for v in (samples or ([value] if value is not None else [])) if v and v > 0]
         if info.case_id is not None and values and info.unit == "seconds":
             medians[info.case_id][info.benchmark.rpartition(".")[2]] = float(np.median(values))
-    return {case_id: found[KERNEL_METRIC] < HOST_BOUND_KERNEL_SHARE * found["track_seconds"]
-            for case_id, found in medians.items() if KERNEL_METRIC in found and "track_seconds" in found}
+    return {
+        case_id: found[KERNEL_METRIC] < HOST_BOUND_KERNEL_SHARE * found["track_seconds"]
+        for case_id, found in medians.items()
+        if KERNEL_METRIC in found and "track_seconds" in found
+    }
 
 
-def _reconciled(compared: list[tuple[int, SeriesInfo, Comparison]]) -> list[tuple[int, SeriesInfo, Comparison]]:
+def _reconciled(
+    compared: list[tuple[int, SeriesInfo, Comparison]],
+) -> list[tuple[int, SeriesInfo, Comparison]]:
     """Each case's kernel-time comparison read against its event time's (detect.kernel_against_event)."""
-    events = {info.case_id: comparison for _, info, comparison in compared
-              if info.benchmark.endswith(".track_seconds") and info.case_id is not None}
-    return [(series_id, info, kernel_against_event(comparison, events[info.case_id])
-             if info.benchmark.endswith(f".{KERNEL_METRIC}") and info.case_id in events else comparison)
-            for series_id, info, comparison in compared]
+    events = {
+        info.case_id: comparison
+        for _, info, comparison in compared
+        if info.benchmark.endswith(".track_seconds") and info.case_id is not None
+    }
+    return [
+        (
+            series_id,
+            info,
+            kernel_against_event(comparison, events[info.case_id])
+            if info.benchmark.endswith(f".{KERNEL_METRIC}") and info.case_id in events
+            else comparison,
+        )
+        for series_id, info, comparison in compared
+    ]
 
 
 def _primary_series(comparisons: list[tuple[int, SeriesInfo, Comparison]]) -> set[int]:
@@ -568,7 +749,11 @@ class PrComparisonPlan:
 
 
 def plan_pr_comparison(
-    session: Session, run: Run, correctness: list[CorrectnessRow], public_url: str, config: CompareConfig,
+    session: Session,
+    run: Run,
+    correctness: list[CorrectnessRow],
+    public_url: str,
+    config: CompareConfig,
     fixed: list[FixedCase] | None = None,
 ) -> PrComparisonPlan:
     """The PR's timing comparisons against its merge base and its `pr.report`, read and computed only;
@@ -580,13 +765,17 @@ def plan_pr_comparison(
     if paired:  # the head's own A/B session: its rounds pair with these alone
         base_runs = same_session
     head_rows = session.execute(
-        select(Result.series_id, Result.samples, Result.value, Result.round_sizes)
-        .where(Result.run_id == run.id, Result.status == ResultStatus.ok)
+        select(Result.series_id, Result.samples, Result.value, Result.round_sizes).where(
+            Result.run_id == run.id, Result.status == ResultStatus.ok
+        )
     ).all()
     base_results: dict[int, list[tuple]] = defaultdict(list)
     if base_runs:
-        query = select(Result.series_id, Result.samples, Result.value, Result.round_sizes).where(
-            Result.run_id.in_([r.id for r in base_runs]), Result.status == ResultStatus.ok).order_by(Result.run_id)
+        query = (
+            select(Result.series_id, Result.samples, Result.value, Result.round_sizes)
+            .where(Result.run_id.in_([r.id for r in base_runs]), Result.status == ResultStatus.ok)
+            .order_by(Result.run_id)
+        )
         for series_id, samples, value, round_sizes in session.execute(query):
             base_results[series_id].append((samples, value, round_sizes))
     infos = series_infos(session, [r.series_id for r in head_rows])
@@ -600,42 +789,89 @@ def plan_pr_comparison(
             continue
         base = _sides(base_results.get(series_id, []))
         kernel = info.benchmark.endswith(f".{KERNEL_METRIC}")
-        pairs.append(ComparePair(base, head, info.higher_is_better, sigmas.get(series_id), info.benchmark,
-                                 group=info.backend or None, paired=paired, seconds=info.unit == "seconds",
-                                 host_bound=False if kernel else host_bound.get(info.case_id)))
+        pairs.append(
+            ComparePair(
+                base,
+                head,
+                info.higher_is_better,
+                sigmas.get(series_id),
+                info.benchmark,
+                group=info.backend or None,
+                paired=paired,
+                seconds=info.unit == "seconds",
+                host_bound=False if kernel else host_bound.get(info.case_id),
+            )
+        )
         keys.append(series_id)
     results = compare_sweep(pairs, config)
-    compared = _reconciled([(series_id, infos[series_id], comparison) for series_id, comparison in zip(keys, results)])
+    compared = _reconciled(
+        [
+            (series_id, infos[series_id], comparison)
+            for series_id, comparison in zip(keys, results, strict=True)
+        ]
+    )
     primary = _primary_series(compared)
     by_case = case_verdicts(compared, primary)
     rounds = max((c.rounds or 0 for c in results), default=0) or None
     report = PrReport(
-        pr_number=run.pr_number, head_sha=run.commit.sha, base_sha=run.merge_base_sha or "",
-        gpu_model=run.machine.gpu_model, public_url=public_url, correctness=correctness,
-        fixed=[FixedRow(_case_label(f.case), f.base.status.value, _verdict_detail(f.base), f.case.id) for f in fixed],
-        min_effect=config.min_effect, alpha=config.alpha, detector_version=DETECTOR_VERSION,
-        case_counts=dict(Counter(by_case.values())), rounds=rounds,
+        pr_number=run.pr_number,
+        head_sha=run.commit.sha,
+        base_sha=run.merge_base_sha or "",
+        gpu_model=run.machine.gpu_model,
+        public_url=public_url,
+        correctness=correctness,
+        fixed=[
+            FixedRow(_case_label(f.case), f.base.status.value, _verdict_detail(f.base), f.case.id)
+            for f in fixed
+        ],
+        min_effect=config.min_effect,
+        alpha=config.alpha,
+        detector_version=DETECTOR_VERSION,
+        case_counts=dict(Counter(by_case.values())),
+        rounds=rounds,
     )
     for series_id, info, comparison in compared:
         report.counts[comparison.verdict.value] = report.counts.get(comparison.verdict.value, 0) + 1
         if comparison.verdict in (CompareVerdict.regression, CompareVerdict.improvement):
-            timing = TimingRow(info.label, info.unit, comparison.baseline, comparison.head, comparison.effect,
-                               comparison.ci_low, comparison.ci_high, series_id)
-            target = report.regressions if comparison.verdict is CompareVerdict.regression else report.improvements
+            timing = TimingRow(
+                info.label,
+                info.unit,
+                comparison.baseline,
+                comparison.head,
+                comparison.effect,
+                comparison.ci_low,
+                comparison.ci_high,
+                series_id,
+            )
+            target = (
+                report.regressions if comparison.verdict is CompareVerdict.regression else report.improvements
+            )
             target.append(timing)
     report.regressions.sort(key=lambda r: -abs(r.effect))
     report.improvements.sort(key=lambda r: -abs(r.effect))
     event = {
-        "pr_number": run.pr_number, "repo": run.commit.repo, "head_sha": run.commit.sha, "base_sha": run.merge_base_sha,
-        "gpu_model": run.machine.gpu_model, "run_id": run.id, "base_run_ids": [r.id for r in base_runs],
-        "counts": report.counts, "case_counts": report.case_counts, "rounds": rounds,
+        "pr_number": run.pr_number,
+        "repo": run.commit.repo,
+        "head_sha": run.commit.sha,
+        "base_sha": run.merge_base_sha,
+        "gpu_model": run.machine.gpu_model,
+        "run_id": run.id,
+        "base_run_ids": [r.id for r in base_runs],
+        "counts": report.counts,
+        "case_counts": report.case_counts,
+        "rounds": rounds,
         "correctness_failures": len(correctness),
-        "markdown": render_pr_report(report), "detector_version": DETECTOR_VERSION,
-        "links": {"pr": f"{public_url.rstrip('/')}/pr/{run.pr_number}", "alerts": f"{public_url.rstrip('/')}/alerts"},
+        "markdown": render_pr_report(report),
+        "detector_version": DETECTOR_VERSION,
+        "links": {
+            "pr": f"{public_url.rstrip('/')}/pr/{run.pr_number}",
+            "alerts": f"{public_url.rstrip('/')}/alerts",
+        },
         "fixed": fixed_payload(session, base_runs, fixed, public_url),
     }
-    return PrComparisonPlan(run.id, run.pr_number, run.branch, [r.id for r in base_runs], compared, primary,
-                            report, event, config)
+    return PrComparisonPlan(
+        run.id, run.pr_number, run.branch, [r.id for r in base_runs], compared, primary, report, event, config
+    )
 
 
 def store_pr_comparison(session: Session, plan: PrComparisonPlan, summary: DetectSummary) -> PrReport:
@@ -643,27 +879,50 @@ def store_pr_comparison(session: Session, plan: PrComparisonPlan, summary: Detec
     config = plan.config
     for series_id, info, comparison in plan.compared:
         row = PrComparison(
-            pr_number=plan.pr_number, head_run_id=plan.run_id, base_run_ids=plan.base_run_ids, series_id=series_id,
-            series_key=info.key, verdict=comparison.verdict.value, baseline=nan_to_none(comparison.baseline),
-            head=nan_to_none(comparison.head), effect=nan_to_none(comparison.effect),
-            ci_low=nan_to_none(comparison.ci_low), ci_high=nan_to_none(comparison.ci_high),
-            p_value=nan_to_none(comparison.p_value), q_value=nan_to_none(comparison.q_value),
-            n_base=comparison.n_base, n_head=comparison.n_head,
-            between_run_sigma=nan_to_none(comparison.between_run_sigma), noise_source=comparison.noise_source.value,
-            rounds=comparison.rounds, modes=comparison.modes or None, primary=series_id in plan.primary,
+            pr_number=plan.pr_number,
+            head_run_id=plan.run_id,
+            base_run_ids=plan.base_run_ids,
+            series_id=series_id,
+            series_key=info.key,
+            verdict=comparison.verdict.value,
+            baseline=nan_to_none(comparison.baseline),
+            head=nan_to_none(comparison.head),
+            effect=nan_to_none(comparison.effect),
+            ci_low=nan_to_none(comparison.ci_low),
+            ci_high=nan_to_none(comparison.ci_high),
+            p_value=nan_to_none(comparison.p_value),
+            q_value=nan_to_none(comparison.q_value),
+            n_base=comparison.n_base,
+            n_head=comparison.n_head,
+            between_run_sigma=nan_to_none(comparison.between_run_sigma),
+            noise_source=comparison.noise_source.value,
+            rounds=comparison.rounds,
+            modes=comparison.modes or None,
+            primary=series_id in plan.primary,
             min_effect=comparison.min_effect,
-            detector_version=DETECTOR_VERSION, config=config.as_dict(),
+            detector_version=DETECTOR_VERSION,
+            config=config.as_dict(),
         )
         session.add(row)
-        summary.comparisons[comparison.verdict.value] = summary.comparisons.get(comparison.verdict.value, 0) + 1
+        summary.comparisons[comparison.verdict.value] = (
+            summary.comparisons.get(comparison.verdict.value, 0) + 1
+        )
         if comparison.verdict is CompareVerdict.regression:
             session.flush()
             open_alert(
-                session, f"pr-regression:{plan.pr_number}:{info.key}:{plan.run_id}", AlertKind.regression,
+                session,
+                f"pr-regression:{plan.pr_number}:{info.key}:{plan.run_id}",
+                AlertKind.regression,
                 f"PR #{plan.pr_number}: {info.label}{measured_on(info.gpu_model, _machine_of(session, plan.run_id))}: "
                 f"{comparison.effect * 100:+.1f} %",
-                series_id=series_id, case_id=info.case_id, comparison_id=row.id, run_id=plan.run_id,
-                pr_number=plan.pr_number, branch=plan.branch, gpu_model=info.gpu_model, effect=comparison.effect,
+                series_id=series_id,
+                case_id=info.case_id,
+                comparison_id=row.id,
+                run_id=plan.run_id,
+                pr_number=plan.pr_number,
+                branch=plan.branch,
+                gpu_model=info.gpu_model,
+                effect=comparison.effect,
                 details={"ci": [comparison.ci_low, comparison.ci_high], "q_value": comparison.q_value},
             )
     emit(session, EventType.pr_report, plan.event)
@@ -677,7 +936,10 @@ def nan_to_none(value: float | None) -> float | None:
 
 # after an upload -------------------------------------------------------------------------------------------
 def detect_after_upload(
-    engine: Engine, run_id: int, public_url: str, change_config: ChangePointConfig | None = None,
+    engine: Engine,
+    run_id: int,
+    public_url: str,
+    change_config: ChangePointConfig | None = None,
     compare_config: CompareConfig | None = None,
 ) -> DetectSummary:
     """Correctness flips, then either the PR comparison or change points on the run's branch: each read
@@ -692,7 +954,9 @@ def detect_after_upload(
         branch = run.branch
         changes = correctness_changes(session, run, public_url)
         if run.pr_number is not None:
-            plan = plan_pr_comparison(session, run, changes.rows, public_url, compare_config or CompareConfig())
+            plan = plan_pr_comparison(
+                session, run, changes.rows, public_url, compare_config or CompareConfig()
+            )
         elif branch:
             series_ids = list(session.scalars(select(Result.series_id).where(Result.run_id == run.id)))
     store_correctness(engine, changes, summary)
@@ -700,5 +964,7 @@ def detect_after_upload(
         with write_session(engine) as session:
             store_pr_comparison(session, plan, summary)
     elif branch:
-        detect_on_branch(engine, branch, public_url, change_config or ChangePointConfig(), summary, series_ids)
+        detect_on_branch(
+            engine, branch, public_url, change_config or ChangePointConfig(), summary, series_ids
+        )
     return summary

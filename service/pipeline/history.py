@@ -73,8 +73,9 @@ def _aware(moment: datetime | None) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def run_order(committed_at: datetime | None, started_at: datetime | None, uploaded_at: datetime | None,
-              run_id: int) -> tuple:
+def run_order(
+    committed_at: datetime | None, started_at: datetime | None, uploaded_at: datetime | None, run_id: int
+) -> tuple:
     """Where a run sits in a branch's history: its commit's place (git graph, else date), then run start,
     then upload."""
     return (_aware(committed_at), _aware(started_at or uploaded_at), run_id)
@@ -82,8 +83,12 @@ def run_order(committed_at: datetime | None, started_at: datetime | None, upload
 
 def _environment(machine: Machine, environment: Environment) -> dict[str, str]:
     return {
-        "driver": machine.driver, "cuda": machine.cuda, "cublaslt": machine.cublaslt, "cudnn": machine.cudnn,
-        "torch": environment.torch, "te_version": environment.te_version,
+        "driver": machine.driver,
+        "cuda": machine.cuda,
+        "cublaslt": machine.cublaslt,
+        "cudnn": machine.cudnn,
+        "torch": environment.torch,
+        "te_version": environment.te_version,
     }
 
 
@@ -93,12 +98,26 @@ def branch_histories(
     """Every series' history on a branch (pull request runs excluded), one point per commit in commit
     order (tewatch.store.commit_order); several runs of one commit give their median."""
     query = (
-        select(Result.series_id, Result.value, Result.run_id, Run.started_at, Run.uploaded_at, Commit.id,
-               Commit.sha, func.coalesce(Commit.ordered_at, Commit.committed_at), Run.machine_id, Run.environment_id)
+        select(
+            Result.series_id,
+            Result.value,
+            Result.run_id,
+            Run.started_at,
+            Run.uploaded_at,
+            Commit.id,
+            Commit.sha,
+            func.coalesce(Commit.ordered_at, Commit.committed_at),
+            Run.machine_id,
+            Run.environment_id,
+        )
         .join(Run, Result.run_id == Run.id)
         .join(Commit, Run.commit_id == Commit.id)
-        .where(Run.branch == branch, Run.pr_number.is_(None), Result.status == ResultStatus.ok,
-               Result.value.is_not(None))
+        .where(
+            Run.branch == branch,
+            Run.pr_number.is_(None),
+            Result.status == ResultStatus.ok,
+            Result.value.is_not(None),
+        )
     )
     wanted = set(series_ids) if series_ids is not None else None
     if wanted is not None:
@@ -112,7 +131,18 @@ def branch_histories(
     by_series_commit: dict[int, dict[int, list]] = defaultdict(lambda: defaultdict(list))
     per_run: dict[int, list[Measured]] = defaultdict(list)
     run_meta = {}
-    for series_id, value, run_id, started_at, uploaded_at, commit_id, sha, committed_at, machine_id, env_id in rows:
+    for (
+        series_id,
+        value,
+        run_id,
+        started_at,
+        uploaded_at,
+        commit_id,
+        sha,
+        committed_at,
+        machine_id,
+        env_id,
+    ) in rows:
         key = run_order(committed_at, started_at, uploaded_at, run_id)
         order[commit_id] = min(order.get(commit_id, key), key)
         env = environments[(machine_id, env_id)]
@@ -120,7 +150,9 @@ def branch_histories(
         run_meta[run_id] = (commit_id, sha, env)
         if with_ratios:
             s = info[series_id]
-            per_run[run_id].append(Measured(benchmark=f"{s.benchmark}@{s.gpu_model}", params=s.params, value=value))
+            per_run[run_id].append(
+                Measured(benchmark=f"{s.benchmark}@{s.gpu_model}", params=s.params, value=value)
+            )
     histories = []
     for series_id, commits in by_series_commit.items():
         history = History(info=info[series_id])
@@ -137,8 +169,12 @@ def branch_histories(
 
 
 def _environments(session: Session, pairs: set[tuple[int, int]]) -> dict[tuple[int, int], dict[str, str]]:
-    machines = {m.id: m for m in session.scalars(select(Machine).where(Machine.id.in_({p[0] for p in pairs})))}
-    envs = {e.id: e for e in session.scalars(select(Environment).where(Environment.id.in_({p[1] for p in pairs})))}
+    machines = {
+        m.id: m for m in session.scalars(select(Machine).where(Machine.id.in_({p[0] for p in pairs})))
+    }
+    envs = {
+        e.id: e for e in session.scalars(select(Environment).where(Environment.id.in_({p[1] for p in pairs})))
+    }
     return {(m, e): _environment(machines[m], envs[e]) for m, e in pairs}
 
 
@@ -152,9 +188,16 @@ def ratio_histories(per_run, run_meta, order, info: dict[int, SeriesInfo]) -> li
             history = series.get(point.key)
             if history is None:
                 history = series[point.key] = History(
-                    SeriesInfo(key=point.key, series_id=None, case_id=None, benchmark=f"{point.benchmark} {point.ratio}",
-                               params=dict(point.shared_params), unit=f"ratio of {unit}",
-                               higher_is_better=higher_better, gpu_model=gpu)
+                    SeriesInfo(
+                        key=point.key,
+                        series_id=None,
+                        case_id=None,
+                        benchmark=f"{point.benchmark} {point.ratio}",
+                        params=dict(point.shared_params),
+                        unit=f"ratio of {unit}",
+                        higher_is_better=higher_better,
+                        gpu_model=gpu,
+                    )
                 )
             if history.points and history.points[-1].commit_id == commit_id:
                 continue
@@ -174,9 +217,16 @@ def series_infos(session: Session, series_ids: Iterable[int]) -> dict[int, Serie
         )
         for series_id, fingerprint, case_id, benchmark, case in session.execute(query):
             infos[series_id] = SeriesInfo(
-                key=fingerprint, series_id=series_id, case_id=case_id, benchmark=benchmark.name,
-                params=case.params or {}, unit=benchmark.unit, higher_is_better=benchmark.higher_is_better,
-                gpu_model=case.gpu_model, kind=benchmark.type, environment=case.environment or "",
+                key=fingerprint,
+                series_id=series_id,
+                case_id=case_id,
+                benchmark=benchmark.name,
+                params=case.params or {},
+                unit=benchmark.unit,
+                higher_is_better=benchmark.higher_is_better,
+                gpu_model=case.gpu_model,
+                kind=benchmark.type,
+                environment=case.environment or "",
                 backend=case.backend or "",
             )
     return infos

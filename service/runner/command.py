@@ -18,42 +18,68 @@ DEFAULT_ROUNDS = 3
 
 
 def run(
-    profile: Annotated[str, typer.Option(help="full | quick (pull requests) | ci (torch-ref on CPU)")] = "full",
-    backends: Annotated[str | None, typer.Option(help=f"comma-separated subset of {','.join(BACKENDS)}")] = None,
+    profile: Annotated[
+        str, typer.Option(help="full | quick (pull requests) | ci (torch-ref on CPU)")
+    ] = "full",
+    backends: Annotated[
+        str | None, typer.Option(help=f"comma-separated subset of {','.join(BACKENDS)}")
+    ] = None,
     bench: Annotated[str | None, typer.Option(help="regex of benchmarks to run (asv --bench)")] = None,
     machine: Annotated[str | None, typer.Option(help="asv machine name (default: host and GPU)")] = None,
     results_dir: Annotated[Path | None, typer.Option(help="default: asv.conf.json's results_dir")] = None,
     commit: Annotated[str | None, typer.Option(help="file the run under this commit instead of TE's")] = None,
     project: Annotated[Path, typer.Option(help="folder holding asv.conf.json and benchmarks/")] = Path("."),
     python: Annotated[str, typer.Option(help="the benchmark interpreter")] = sys.executable,
-    launch_method: Annotated[str | None, typer.Option(
-        help="asv's: spawn (a fresh interpreter per case) or forkserver (suites imported once); "
-             "default forkserver for --profile ci and wherever the probe's fork check passes, spawn otherwise")] = None,
-    ab: Annotated[bool, typer.Option(
-        "--ab", help="A/B rounds: base (--python) and head (--head-python and/or --head-env) measured "
-                     "alternately, every case in a fresh process each round, into RESULTS_DIR/base and "
-                     "RESULTS_DIR/head")] = False,
+    launch_method: Annotated[
+        str | None,
+        typer.Option(
+            help="asv's: spawn (a fresh interpreter per case) or forkserver (suites imported once); "
+            "default forkserver for --profile ci and wherever the probe's fork check passes, spawn otherwise"
+        ),
+    ] = None,
+    ab: Annotated[
+        bool,
+        typer.Option(
+            "--ab",
+            help="A/B rounds: base (--python) and head (--head-python and/or --head-env) measured "
+            "alternately, every case in a fresh process each round, into RESULTS_DIR/base and "
+            "RESULTS_DIR/head",
+        ),
+    ] = False,
     rounds: Annotated[int, typer.Option(help="rounds per side with --ab")] = DEFAULT_ROUNDS,
     head_python: Annotated[str | None, typer.Option(help="--ab: the head's interpreter (its own TE)")] = None,
-    head_env: Annotated[list[str] | None, typer.Option(
-        help="--ab: NAME=VALUE set for the head only (e.g. TEWATCH_PERTURB=...); repeatable")] = None,
+    head_env: Annotated[
+        list[str] | None,
+        typer.Option(help="--ab: NAME=VALUE set for the head only (e.g. TEWATCH_PERTURB=...); repeatable"),
+    ] = None,
     head_commit: Annotated[str | None, typer.Option(help="--ab: file the head under this commit")] = None,
 ) -> None:
     """Run the asv suites against the installed Transformer Engine and keep the sidecar records."""
     console = Console(stderr=True)
     opts = RunOptions(
-        project=project.resolve(), profile=profile,
+        project=project.resolve(),
+        profile=profile,
         backends=tuple(b.strip() for b in backends.split(",") if b.strip()) if backends else None,
-        bench=bench, machine=machine, results_dir=results_dir, commit=commit, python=python,
+        bench=bench,
+        machine=machine,
+        results_dir=results_dir,
+        commit=commit,
+        python=python,
         launch_method=launch_method,
     )
     if ab:
         _run_ab(console, opts, rounds, head_python, head_env or [], head_commit)
         return
     try:
-        with Progress(TextColumn("[bold]asv[/]"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
-                      TimeElapsedColumn(), TextColumn("{task.description}"), console=console,
-                      transient=True) as bar:
+        with Progress(
+            TextColumn("[bold]asv[/]"),
+            BarColumn(),
+            TextColumn("{task.percentage:>5.1f}%"),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+            console=console,
+            transient=True,
+        ) as bar:
             task = bar.add_task("probing", total=100)
 
             def progress(percent: float, what: str) -> None:
@@ -69,12 +95,21 @@ def run(
         counts += f" (records from asv's output for failed cases: {written})"
     console.print(f"results  {outcome.results_file}", highlight=False)
     console.print(f"sidecar  {outcome.sidecar}", highlight=False)
-    console.print(f"commit   {outcome.commit} ({outcome.commit_source}); asv exit {outcome.asv_exit_code}; "
-                  f"{outcome.wall_seconds:.1f} s; verdicts: {counts}", highlight=False)
+    console.print(
+        f"commit   {outcome.commit} ({outcome.commit_source}); asv exit {outcome.asv_exit_code}; "
+        f"{outcome.wall_seconds:.1f} s; verdicts: {counts}",
+        highlight=False,
+    )
 
 
-def _run_ab(console: Console, base: RunOptions, rounds: int, head_python: str | None, head_env: list[str],
-            head_commit: str | None) -> None:
+def _run_ab(
+    console: Console,
+    base: RunOptions,
+    rounds: int,
+    head_python: str | None,
+    head_env: list[str],
+    head_commit: str | None,
+) -> None:
     extra = {}
     for item in head_env:
         name, sep, value = item.partition("=")
@@ -87,16 +122,28 @@ def _run_ab(console: Console, base: RunOptions, rounds: int, head_python: str | 
         raise typer.Exit(2)
     folder = (base.results_dir or default_results_dir(base.project)).resolve()
     base_opts = replace(base, results_dir=folder / "base")
-    head_opts = replace(base, results_dir=folder / "head", python=head_python or base.python,
-                        extra_env=extra, commit=head_commit)
+    head_opts = replace(
+        base,
+        results_dir=folder / "head",
+        python=head_python or base.python,
+        extra_env=extra,
+        commit=head_commit,
+    )
     try:
-        outcome = run_ab([("base", base_opts), ("head", head_opts)], rounds,
-                         say=lambda text: console.print(f"[bold]ab[/] {text}", highlight=False))
+        outcome = run_ab(
+            [("base", base_opts), ("head", head_opts)],
+            rounds,
+            say=lambda text: console.print(f"[bold]ab[/] {text}", highlight=False),
+        )
     except RunError as exc:
         console.print(f"[red]tewatch run: {exc}[/]", highlight=False)
         raise typer.Exit(1) from exc
     for name, side in outcome.sides.items():
         counts = ", ".join(f"{k} {v}" for k, v in sorted(side.counts.items()))
-        console.print(f"{name:5s} {side.results_file} (commit {side.commit}); verdicts: {counts}", highlight=False)
-    console.print(f"{outcome.rounds} rounds in {outcome.wall_seconds:.1f} s (session {outcome.session})",
-                  highlight=False)
+        console.print(
+            f"{name:5s} {side.results_file} (commit {side.commit}); verdicts: {counts}", highlight=False
+        )
+    console.print(
+        f"{outcome.rounds} rounds in {outcome.wall_seconds:.1f} s (session {outcome.session})",
+        highlight=False,
+    )

@@ -93,6 +93,6 @@ def iter_case_results(results: dict[str, Any], benchmarks: dict[str, Any]) -> It
         combos = list(itertools.product(*param_lists)) if param_lists else [()]
         if values is None:
             values = [None] * len(combos)
-        for combo, value in zip(combos, values):
-            params = {n: ast.literal_eval(v) for n, v in zip(names, combo)}
+        for combo, value in zip(combos, values, strict=False):
+            params = {n: ast.literal_eval(v) for n, v in zip(names, combo, strict=False)}
             yield CaseResult(benchmark=name, case=name.rsplit(".", 1)[0], params=params, value=value)

@@ -47,11 +47,17 @@ class _Side:
     sizes: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     lost: set[tuple[str, str]] = field(default_factory=set)  # series whose stored samples asv replaced
     records: dict[str, dict[str, Any]] = field(default_factory=dict)  # case id -> merged record
-    combinations: list[_Combination] = field(default_factory=list)  # of the side's results after the last round
+    combinations: list[_Combination] = field(
+        default_factory=list
+    )  # of the side's results after the last round
 
 
-def run_ab(sides: list[tuple[str, RunOptions]], rounds: int, deadline_s: float | None = None,
-           say: Callable[[str], None] = lambda text: None) -> AbOutcome:
+def run_ab(
+    sides: list[tuple[str, RunOptions]],
+    rounds: int,
+    deadline_s: float | None = None,
+    say: Callable[[str], None] = lambda text: None,
+) -> AbOutcome:
     """Measure every side in `rounds` interleaved rounds, in the given order in odd rounds and the reverse
     in even ones (what runs first, on a cooler GPU or a colder page cache, is not always one side). The
     first side is the base, the others heads compared with it (a head of the base's own code is an A/A). With
@@ -95,8 +101,10 @@ def run_ab(sides: list[tuple[str, RunOptions]], rounds: int, deadline_s: float |
 def _run_round(side: _Side, index: int, timed: str | None) -> None:
     options = side.options if index == 1 else replace(side.options, bench=timed, append_samples=True)
     outcome = run_suite(options)
-    side.combinations = _combinations(results.load(outcome.results_file),
-                                      results.load(outcome.results_file.parent.parent / "benchmarks.json"))
+    side.combinations = _combinations(
+        results.load(outcome.results_file),
+        results.load(outcome.results_file.parent.parent / "benchmarks.json"),
+    )
     for c in side.combinations:
         sizes = side.sizes.setdefault((c.benchmark, c.case_id), [0] * (index - 1))
         sizes.append(len(c.samples or []) - sum(sizes))
@@ -164,8 +172,10 @@ def _combinations(data: dict[str, Any], benchmarks: dict[str, Any]) -> list[_Com
         combos = list(itertools.product(*(row[columns.index("params")] or [])))
         values = row[columns.index("result")] or [None] * len(combos)
         samples = (row[columns.index("samples")] if "samples" in columns else None) or [None] * len(combos)
-        found += [_Combination(name, combo, value, sample, next(cases).case_id)
-                  for combo, value, sample in zip(combos, values, samples)]
+        found += [
+            _Combination(name, combo, value, sample, next(cases).case_id)
+            for combo, value, sample in zip(combos, values, samples, strict=False)
+        ]
     return found
 
 
@@ -196,9 +206,9 @@ def _close(side: _Side, session: str, rounds: int, role: str) -> None:
             by_case.setdefault(case_id, {})[name.rpartition(".")[2]] = sizes
     for path in sorted(cases.glob("*.json")):
         record = json.loads(path.read_text())
-        sizes = by_case.get(path.stem)
-        if sizes:
-            record["round_sizes"] = sizes
+        case_sizes = by_case.get(path.stem)
+        if case_sizes:
+            record["round_sizes"] = case_sizes
             path.write_text(json.dumps(record, indent=1, sort_keys=True))
     run = sidecar.read_run_json(side.outcome.sidecar)
     run.pop("schema", None)

@@ -35,7 +35,7 @@ def split_by_case(log: str) -> dict[str, str]:
     for line in log.splitlines():
         stripped = line.strip()
         if stripped.startswith(CASE_MARKER):
-            current = segments.setdefault(stripped[len(CASE_MARKER):].strip(), [])
+            current = segments.setdefault(stripped[len(CASE_MARKER) :].strip(), [])
             continue
         if _PROGRESS.match(line):
             current = None
@@ -49,9 +49,12 @@ def failure_check(text: str) -> dict[str, Any]:
     """A verdict for a case asv failed, from the text its process printed."""
     timeout = _TIMEOUT.search(text)
     if timeout:
-        return {"check": "asv_run", "status": "timeout",
-                "message": f"benchmark timed out after {timeout.group(1)} s",
-                "traceback_head": _head(text)}
+        return {
+            "check": "asv_run",
+            "status": "timeout",
+            "message": f"benchmark timed out after {timeout.group(1)} s",
+            "traceback_head": _head(text),
+        }
     exc_class, message = "BenchmarkFailed", "asv reported a failure without an exception"
     for line in reversed(text.splitlines()):
         match = _EXCEPTION_LINE.match(line)
@@ -60,18 +63,21 @@ def failure_check(text: str) -> dict[str, Any]:
             message = (match.group(2) or "").strip() or exc_class
             break
     else:
-        status = re.search(r"asv: benchmark failed \(exit status (-?\d+)\)", text)
-        if status:
-            message = f"benchmark process exited with status {status.group(1)}"
+        exited = re.search(r"asv: benchmark failed \(exit status (-?\d+)\)", text)
+        if exited:
+            message = f"benchmark process exited with status {exited.group(1)}"
     status = "oom" if exc_class == "OutOfMemoryError" else "error"
-    return {"check": "asv_run", "status": status, "exception_class": exc_class,
-            "message": message[:4000], "traceback_head": _head(text)}
+    return {
+        "check": "asv_run",
+        "status": status,
+        "exception_class": exc_class,
+        "message": message[:4000],
+        "traceback_head": _head(text),
+    }
 
 
 def _head(text: str, lines: int = 20) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])[:8000]
-
-
 
 
 def complete_records(cases_dir: Path, case_results: list[CaseResult], log: str) -> dict[str, int]:
@@ -84,13 +90,28 @@ def complete_records(cases_dir: Path, case_results: list[CaseResult], log: str) 
             continue
         path = cases_dir / f"{result.case_id}.json"
         text = segments.get(result.case_id, "")
-        check = failure_check(text) if text else {
-            "check": "asv_run", "status": "error", "exception_class": "BenchmarkFailed",
-            "message": "asv stored no result and the case printed nothing (crash before setup?)"}
+        check = (
+            failure_check(text)
+            if text
+            else {
+                "check": "asv_run",
+                "status": "error",
+                "exception_class": "BenchmarkFailed",
+                "message": "asv stored no result and the case printed nothing (crash before setup?)",
+            }
+        )
         if not path.exists():
-            record = {"schema": CASE_SCHEMA, "case": result.case, "params": result.params, "labels": {},
-                      "verdict": check, "extra_checks": [], "metrics": {}, "gpu_state": {},
-                      "recorded_at": utc(datetime.now(UTC))}
+            record = {
+                "schema": CASE_SCHEMA,
+                "case": result.case,
+                "params": result.params,
+                "labels": {},
+                "verdict": check,
+                "extra_checks": [],
+                "metrics": {},
+                "gpu_state": {},
+                "recorded_at": utc(datetime.now(UTC)),
+            }
             added["missing"] += 1
         else:
             record = json.loads(path.read_text())

@@ -59,8 +59,9 @@ class RunOptions:
         if self.profile not in PROFILES:
             raise RunError(f"--profile must be one of {', '.join(PROFILES)}, not {self.profile!r}")
         if self.launch_method not in (None, *LAUNCH_METHODS):
-            raise RunError(f"--launch-method must be one of {', '.join(LAUNCH_METHODS)}, "
-                           f"not {self.launch_method!r}")
+            raise RunError(
+                f"--launch-method must be one of {', '.join(LAUNCH_METHODS)}, not {self.launch_method!r}"
+            )
         unknown = [b for b in self.backends or () if b not in BACKENDS]
         if unknown:
             raise RunError(f"--backends has unknown {', '.join(unknown)}; known: {', '.join(BACKENDS)}")
@@ -104,8 +105,14 @@ def _write_config(opts: RunOptions, results_dir: Path) -> Path:
 
 
 def probe(opts: RunOptions, env: dict[str, str], *args: str) -> dict[str, Any]:
-    proc = subprocess.run([opts.python, "-m", "benchmarks.harness.probe", *args], cwd=opts.project, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [opts.python, "-m", "benchmarks.harness.probe", *args],
+        cwd=opts.project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise RunError(f"the probe failed in {opts.python}: {last}")
@@ -128,17 +135,25 @@ def _asv(opts: RunOptions, args: list[str], env: dict[str, str], **kw: Any) -> s
     return subprocess.run([opts.python, "-m", "asv", *args], cwd=opts.project, env=env, **kw)
 
 
-def _asv_run(opts: RunOptions, args: list[str], env: dict[str, str],
-             progress: Callable[[float, str], None] | None) -> tuple[int, str]:
+def _asv_run(
+    opts: RunOptions, args: list[str], env: dict[str, str], progress: Callable[[float, str], None] | None
+) -> tuple[int, str]:
     """`asv run` with its output followed for progress; (exit code, output).
 
     asv runs in a session of its own, so that an interrupt reaches it from us alone: we pass it on and
     wait, while asv stops the case processes it started (each in a process group of its own), so that
     none of them writes a record after the interrupted run is cleaned up."""
     log_lines: list[str] = []
-    with subprocess.Popen([opts.python, "-m", "asv", *args], cwd=opts.project, env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1,
-                          start_new_session=True) as asv_proc:
+    with subprocess.Popen(
+        [opts.python, "-m", "asv", *args],
+        cwd=opts.project,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        bufsize=1,
+        start_new_session=True,
+    ) as asv_proc:
         assert asv_proc.stdout is not None
         try:
             for line in asv_proc.stdout:
@@ -221,8 +236,17 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
     staging.mkdir(parents=True, exist_ok=True)
 
     config = _write_config(opts, results_dir)
-    args = ["--config", str(config), "run", "--python=same", f"--set-commit-hash={head}",
-            f"--machine={machine_name}", "-e", "--record-samples", f"--launch-method={launch_method}"]
+    args = [
+        "--config",
+        str(config),
+        "run",
+        "--python=same",
+        f"--set-commit-hash={head}",
+        f"--machine={machine_name}",
+        "-e",
+        "--record-samples",
+        f"--launch-method={launch_method}",
+    ]
     if opts.bench:
         args += ["--bench", opts.bench]
     if opts.append_samples:
@@ -252,7 +276,7 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
     log_path.write_text(log if not log_path.exists() else log_path.read_text() + "\n" + log)
 
     benchmarks = results.load(results_dir / "benchmarks.json")
-    case_results = [c for c in results.iter_case_results(results.load(final), benchmarks)]
+    case_results = list(results.iter_case_results(results.load(final), benchmarks))
     added = sidecar.complete_records(side / "cases", case_results, log)
     finished = datetime.now(UTC)
     wall = time.monotonic() - t0
@@ -260,11 +284,14 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
         "profile": opts.profile,
         "backend_filter": ",".join(opts.backends) if opts.backends else None,
         "bench_filter": opts.bench,
-        "started_at": sidecar.utc(started), "finished_at": sidecar.utc(finished),
+        "started_at": sidecar.utc(started),
+        "finished_at": sidecar.utc(finished),
         "wall_seconds": round(wall, 3),
         "asv_exit_code": exit_code,
-        "launch_method": launch_method, "fork_check": info.get("fork"),
-        "commit": sha, "commit_source": source,
+        "launch_method": launch_method,
+        "fork_check": info.get("fork"),
+        "commit": sha,
+        "commit_source": source,
         "versions": versions,
         "gpu": info["gpu"],
         "capabilities": info["capabilities"],
@@ -272,8 +299,16 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
         "gpu_state_after": gpu_state_now(opts, env) if info["gpu"].get("model") != "cpu" else {},
     }
     sidecar.write_run_json(side, sidecar.merge_runs(earlier, run) if earlier else run)
-    return RunOutcome(final, side, exit_code, sha, source, _verdict_counts(side / "cases"), wall,
-                      {k: v for k, v in added.items() if v})
+    return RunOutcome(
+        final,
+        side,
+        exit_code,
+        sha,
+        source,
+        _verdict_counts(side / "cases"),
+        wall,
+        {k: v for k, v in added.items() if v},
+    )
 
 
 def _verdict_counts(cases: Path) -> dict[str, int]:

@@ -162,8 +162,10 @@ class WebhookSubscription(Base):
     __tablename__ = "webhook_subscriptions"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     kind: Mapped[SubscriptionKind] = mapped_column(
-        _enum(SubscriptionKind, "subscription_kind"), default=SubscriptionKind.webhook,
-        server_default=SubscriptionKind.webhook.value)
+        _enum(SubscriptionKind, "subscription_kind"),
+        default=SubscriptionKind.webhook,
+        server_default=SubscriptionKind.webhook.value,
+    )
     url: Mapped[str] = mapped_column(String(2000))
     secret: Mapped[str] = mapped_column(String(500))
     event_types: Mapped[list] = mapped_column(JSON, default=list)
@@ -214,7 +216,9 @@ class WebhookAttempt(Base):
 
     __tablename__ = "webhook_attempts"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    delivery_id: Mapped[str] = mapped_column(ForeignKey("webhook_deliveries.id", ondelete="CASCADE"), index=True)
+    delivery_id: Mapped[str] = mapped_column(
+        ForeignKey("webhook_deliveries.id", ondelete="CASCADE"), index=True
+    )
     attempt: Mapped[int] = mapped_column(Integer)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     duration_ms: Mapped[float] = mapped_column(Float, default=0.0)

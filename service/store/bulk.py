@@ -57,7 +57,7 @@ def _apply(processor: Processor, values: Sequence[Any]) -> Iterable[Any]:
     if len(values) < 2 or values[0] is not values[1]:
         return map(processor, values)
     # runs of one object (a benchmark's start time shared by its rows): process each run once
-    out = []
+    out: list[Any] = []
     last: Any = out  # a sentinel no value is
     processed = None
     for value in values:
@@ -71,7 +71,7 @@ def _copy(conn: Connection, table: Table, columns: Sequence[str], rows: list[Seq
     """Binary COPY: the server's own column types tell psycopg how to encode each value."""
     preparer = conn.dialect.identifier_preparer
     table_name = preparer.format_table(table)
-    type_oids = dict(
+    type_oids: dict[str, int] = dict(
         conn.exec_driver_sql(
             "SELECT attname, atttypid FROM pg_attribute"
             " WHERE attrelid = %(table)s::regclass AND attname = ANY(%(columns)s) AND NOT attisdropped",
@@ -84,11 +84,13 @@ def _copy(conn: Connection, table: Table, columns: Sequence[str], rows: list[Seq
     oids = [TEXT_OID if type_oids[c] == JSON_OID else type_oids[c] for c in columns]
     target = f"{table_name} ({', '.join(preparer.quote(c) for c in columns)})"
     driver_connection = conn.connection.driver_connection
-    with driver_connection.cursor() as cursor:
-        with cursor.copy(f"COPY {target} FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(oids)
-            for row in rows:
-                copy.write_row(row)
+    with (
+        driver_connection.cursor() as cursor,
+        cursor.copy(f"COPY {target} FROM STDIN (FORMAT BINARY)") as copy,
+    ):
+        copy.set_types(oids)
+        for row in rows:
+            copy.write_row(row)
     return len(rows)
 
 

@@ -5,8 +5,9 @@ latest-verdict tables and the pages' "latest" and "last N" all use it."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import ColumnElement, DateTime, func, literal
+from sqlalchemy import ColumnElement, DateTime, SQLColumnExpression, func, literal
 
 from tewatch.store.models import Commit, Run
 
@@ -16,11 +17,13 @@ NO_DATE = datetime(1970, 1, 1, tzinfo=UTC)
 def commit_order_columns() -> tuple[ColumnElement, ColumnElement]:
     """(commit date, run start) of a run, never null; with the run id, its place in commit order. The
     query joins Run and Commit."""
-    return (func.coalesce(Commit.ordered_at, Commit.committed_at, literal(NO_DATE, DateTime(timezone=True))),
-            func.coalesce(Run.started_at, Run.uploaded_at))
+    return (
+        func.coalesce(Commit.ordered_at, Commit.committed_at, literal(NO_DATE, DateTime(timezone=True))),
+        func.coalesce(Run.started_at, Run.uploaded_at),
+    )
 
 
-def newest_commit_first(run_id: ColumnElement) -> tuple[ColumnElement, ...]:
+def newest_commit_first(run_id: SQLColumnExpression[Any]) -> tuple[ColumnElement, ...]:
     """ORDER BY terms, newest commit first."""
     committed, started = commit_order_columns()
     return committed.desc(), started.desc(), run_id.desc()

@@ -11,11 +11,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import JSON, ColumnElement, Connection, Text, bindparam, cast, func, select
+from sqlalchemy.orm import QueryableAttribute
 
 from tewatch.store.database import json_text
 
 
-def in_key_list(conn: Connection, column: ColumnElement, values: Sequence[Any], name: str = "keys"):
+def in_key_list(
+    conn: Connection,
+    column: ColumnElement[Any] | QueryableAttribute[Any],
+    values: Sequence[Any],
+    name: str = "keys",
+):
     listed_json = bindparam(name, json_text(list(values)), type_=Text)
     if conn.dialect.name == "postgresql":
         listed = func.json_array_elements_text(cast(listed_json, JSON)).table_valued("value")

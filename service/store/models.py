@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -24,6 +25,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -35,7 +37,9 @@ def utcnow() -> datetime:
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict: JSON, list: JSON}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict: JSON, list: JSON}
+    if TYPE_CHECKING:  # every model here is a declarative table; DeclarativeBase types it as any FromClause
+        __table__: ClassVar[Table]
 
 
 class ResultStatus(str, enum.Enum):

@@ -40,9 +40,16 @@ class Receiver:
                     failing = receiver.fail_first > 0
                     receiver.fail_first -= failing
                     code = 503 if failing else 200
-                    receiver.received.append(Received(
-                        self.headers[DELIVERY_HEADER], self.headers[EVENT_HEADER], json.loads(body)["id"], body,
-                        verify(receiver.secret, body, self.headers[SIGNATURE_HEADER]), code))
+                    receiver.received.append(
+                        Received(
+                            self.headers[DELIVERY_HEADER],
+                            self.headers[EVENT_HEADER],
+                            json.loads(body)["id"],
+                            body,
+                            verify(receiver.secret, body, self.headers[SIGNATURE_HEADER]),
+                            code,
+                        )
+                    )
                 self.send_response(code)
                 self.end_headers()
                 self.wfile.write(b"ok" if code == 200 else b"try later")

@@ -17,7 +17,9 @@ def server(db_url, tmp_path, monkeypatch):
     engine = make_engine(db_url)
     with Session(engine) as session, session.begin():
         open_alert(session, "regression:a", AlertKind.regression, "gemm slower", gpu_model="NVIDIA H200")
-        open_alert(session, "correctness:b", AlertKind.correctness, "linear 3D: error", gpu_model="NVIDIA H200")
+        open_alert(
+            session, "correctness:b", AlertKind.correctness, "linear 3D: error", gpu_model="NVIDIA H200"
+        )
     engine.dispose()
     server = start_server(db_url, tmp_path / "serve.log")
     yield server
@@ -29,19 +31,30 @@ def test_alert_lifecycle_through_the_api(server):
         alerts = anonymous.get("/api/v1/alerts").json()
         assert [a["kind"] for a in alerts] == ["correctness", "regression"]  # correctness first
         alert_id = alerts[1]["id"]
-        assert anonymous.post(f"/api/v1/alerts/{alert_id}/status", json={"status": "acknowledged"}).status_code == 401
-        answer = client.post(f"/api/v1/alerts/{alert_id}/status",
-                             json={"status": "acknowledged", "actor": "oncall", "note": "bisecting"})
+        assert (
+            anonymous.post(f"/api/v1/alerts/{alert_id}/status", json={"status": "acknowledged"}).status_code
+            == 401
+        )
+        answer = client.post(
+            f"/api/v1/alerts/{alert_id}/status",
+            json={"status": "acknowledged", "actor": "oncall", "note": "bisecting"},
+        )
         assert answer.status_code == 200 and answer.json()["status"] == "acknowledged"
-        assert client.post(f"/api/v1/alerts/{alert_id}/status", json={"status": "resolved"}).status_code == 200
+        assert (
+            client.post(f"/api/v1/alerts/{alert_id}/status", json={"status": "resolved"}).status_code == 200
+        )
         refused = client.post(f"/api/v1/alerts/{alert_id}/status", json={"status": "acknowledged"})
         assert refused.status_code == 409 and "resolved" in refused.json()["detail"]
-        assert client.post(f"/api/v1/alerts/{alert_id}/status", json={"status": "reopened"}).status_code == 422
+        assert (
+            client.post(f"/api/v1/alerts/{alert_id}/status", json={"status": "reopened"}).status_code == 422
+        )
         assert client.post("/api/v1/alerts/999999/status", json={"status": "dismissed"}).status_code == 404
         detail = anonymous.get(f"/api/v1/alerts/{alert_id}").json()
         assert [c["to_status"] for c in detail["status_changes"]] == ["open", "acknowledged", "resolved"]
         assert detail["status_changes"][1]["note"] == "bisecting"
-        assert [a["id"] for a in anonymous.get("/api/v1/alerts", params={"status": "open"}).json()] == [alerts[0]["id"]]
+        assert [a["id"] for a in anonymous.get("/api/v1/alerts", params={"status": "open"}).json()] == [
+            alerts[0]["id"]
+        ]
 
 
 def test_webhook_subscriptions_through_the_api(server):
@@ -52,8 +65,11 @@ def test_webhook_subscriptions_through_the_api(server):
         assert created.status_code == 201 and "secret" not in created.json()
         bad = client.post("/api/v1/webhooks", json={**body, "event_types": ["push"]})
         assert bad.status_code == 422 and "push" in bad.json()["detail"]
-        for url, word in [("https://bot.example/hook\r\nX-Injected: 1", "control characters"),
-                          ("https://xn--/hook", "not valid"), ("https://bot.example:99999/", "not valid")]:
+        for url, word in [
+            ("https://bot.example/hook\r\nX-Injected: 1", "control characters"),
+            ("https://xn--/hook", "not valid"),
+            ("https://bot.example:99999/", "not valid"),
+        ]:
             bad = client.post("/api/v1/webhooks", json={**body, "url": url})
             assert bad.status_code == 422 and word in bad.json()["detail"], bad.text
         for field in ("secret", "description"):

@@ -20,8 +20,14 @@ from tewatch.store.alert_models import DeliveryStatus, WebhookAttempt, WebhookDe
 from tewatch.store.database import make_engine
 
 SECRET = "s3cret-for-the-receiver"
-FAST = DeliveryPolicy(timeout_seconds=2, max_attempts=8, backoff_seconds=0.05, backoff_max_seconds=0.2,
-                      lease_seconds=5, poll_seconds=0.05)
+FAST = DeliveryPolicy(
+    timeout_seconds=2,
+    max_attempts=8,
+    backoff_seconds=0.05,
+    backoff_max_seconds=0.2,
+    lease_seconds=5,
+    poll_seconds=0.05,
+)
 
 
 @pytest.fixture
@@ -34,8 +40,10 @@ def engine(db_url):
 def subscribe_and_emit(engine, url: str, events: int) -> list[str]:
     with Session(engine) as session, session.begin():
         add_subscription(session, url, SECRET, ["regression.detected", "correctness.failed"])
-        ids = [emit(session, EventType.regression_detected, {"n": n, "series": "gemm.Gemm.time"}).id
-               for n in range(events)]
+        ids = [
+            emit(session, EventType.regression_detected, {"n": n, "series": "gemm.Gemm.time"}).id
+            for n in range(events)
+        ]
         emit(session, EventType.pr_report, {"markdown": "not subscribed"})
     return ids
 
@@ -44,8 +52,11 @@ def drain(worker: OutboxWorker, until: float) -> None:
     while time.monotonic() < until:
         worker.run_once()
         with worker.sessions() as session:
-            pending = session.scalar(select(func.count()).select_from(WebhookDelivery)
-                                     .where(WebhookDelivery.status == DeliveryStatus.pending))
+            pending = session.scalar(
+                select(func.count())
+                .select_from(WebhookDelivery)
+                .where(WebhookDelivery.status == DeliveryStatus.pending)
+            )
         if not pending:
             return
         time.sleep(0.05)
@@ -88,7 +99,9 @@ def test_receiver_down_then_failing_then_recovered_gets_every_event_exactly_once
 def test_a_delivery_gives_up_after_its_last_attempt_and_keeps_its_log(engine):
     with Receiver(SECRET, fail_first=100) as receiver:
         subscribe_and_emit(engine, receiver.url, 1)
-        worker = OutboxWorker(engine, DeliveryPolicy(max_attempts=3, backoff_seconds=0.01, backoff_max_seconds=0.01))
+        worker = OutboxWorker(
+            engine, DeliveryPolicy(max_attempts=3, backoff_seconds=0.01, backoff_max_seconds=0.01)
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and len(receiver.received) < 3:
             worker.run_once()
@@ -98,7 +111,11 @@ def test_a_delivery_gives_up_after_its_last_attempt_and_keeps_its_log(engine):
     assert len(receiver.received) == 3
     with Session(engine) as session:
         [delivery] = session.scalars(select(WebhookDelivery)).all()
-    assert delivery.status == DeliveryStatus.failed and delivery.attempts == 3 and delivery.last_status_code == 503
+    assert (
+        delivery.status == DeliveryStatus.failed
+        and delivery.attempts == 3
+        and delivery.last_status_code == 503
+    )
 
 
 def test_two_workers_never_send_one_delivery_twice(engine):
@@ -149,7 +166,9 @@ def test_a_subscription_whose_url_cannot_be_sent_to_fails_alone(engine):
         worker.client.close()
     assert sorted(r.event_id for r in receiver.accepted()) == sorted(event_ids)
     with Session(engine) as session:
-        failed = session.scalars(select(WebhookDelivery).where(WebhookDelivery.status == DeliveryStatus.failed)).all()
+        failed = session.scalars(
+            select(WebhookDelivery).where(WebhookDelivery.status == DeliveryStatus.failed)
+        ).all()
         errors = session.scalars(select(WebhookAttempt.error).where(WebhookAttempt.error.is_not(None))).all()
     assert len(failed) == 6 and all(d.attempts == 1 for d in failed)
     assert all(error.startswith(UNSENDABLE) for error in errors) and len(errors) == 6

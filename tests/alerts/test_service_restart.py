@@ -35,8 +35,10 @@ def test_killing_the_service_mid_delivery_loses_no_event(db_url, tmp_path, monke
     with Receiver(SECRET, delay=0.4) as receiver:
         with Session(engine) as session, session.begin():
             add_subscription(session, receiver.url, SECRET, ["correctness.failed"])
-            event_ids = [emit(session, EventType.correctness_failed, {"case": f"linear.Linear rank {n}"}).id
-                         for n in range(8)]
+            event_ids = [
+                emit(session, EventType.correctness_failed, {"case": f"linear.Linear rank {n}"}).id
+                for n in range(8)
+            ]
         server = start_server(db_url, tmp_path / "first.log")
         try:
             assert wait_for(lambda: len(receiver.received) >= 2, 30), "the service never started delivering"

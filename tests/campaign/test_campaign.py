@@ -17,10 +17,32 @@ def campaign(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("campaign")
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
     done = subprocess.run(
-        [sys.executable, "-m", "tewatch", "campaign", "--profile", "ci", "--backends", "torch-ref",
-         "--bench", r"^(quantize|gemm)\.", "--perturb", PERTURB, "--pr", "7", "--out", str(out),
-         "--base-commit", head.stdout.strip(), "--project", str(ROOT)],
-        capture_output=True, text=True, timeout=900, check=False,
+        [
+            sys.executable,
+            "-m",
+            "tewatch",
+            "campaign",
+            "--profile",
+            "ci",
+            "--backends",
+            "torch-ref",
+            "--bench",
+            r"^(quantize|gemm)\.",
+            "--perturb",
+            PERTURB,
+            "--pr",
+            "7",
+            "--out",
+            str(out),
+            "--base-commit",
+            head.stdout.strip(),
+            "--project",
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return out

@@ -22,9 +22,24 @@ def demo(tmp_path_factory):
     port = free_port()
     log = (tmp / "demo.log").open("w+")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tewatch", "demo", "--no-run-suites", "--port", str(port), "--project", str(ROOT),
-         "--db", f"sqlite:///{tmp / 'demo.sqlite3'}"],
-        stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, COLUMNS="200"), text=True)
+        [
+            sys.executable,
+            "-m",
+            "tewatch",
+            "demo",
+            "--no-run-suites",
+            "--port",
+            str(port),
+            "--project",
+            str(ROOT),
+            "--db",
+            f"sqlite:///{tmp / 'demo.sqlite3'}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=dict(os.environ, COLUMNS="200"),
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180

@@ -15,16 +15,36 @@ from tewatch.detect.compare import ComparePair, CompareVerdict, Side, compare_sw
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 # te-ref quantize +6 % is about 0.3 % of a te.Linear step of TE's reference recipe: below min_effect
-TOO_SMALL_TO_MATTER = {f"linear.LinearFwdBwd(mode={mode}, rank={rank}, recipe=nvfp4-ref)"
-                       for mode in ("default", "eager") for rank in (2, 3)}
+TOO_SMALL_TO_MATTER = {
+    f"linear.LinearFwdBwd(mode={mode}, rank={rank}, recipe=nvfp4-ref)"
+    for mode in ("default", "eager")
+    for rank in (2, 3)
+}
 
 
 def _compared_again(kept: Path, out: Path) -> tuple[dict, dict]:
     """(the campaign's score of the head's cases, the pr.report's data)."""
     done = subprocess.run(
-        [sys.executable, "-m", "tewatch", "campaign", "--base-results", str(kept / "base-results"),
-         "--head-results", str(kept / "head-results"), "--pr", "1", "--out", str(out), "--project", str(ROOT)],
-        capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "tewatch",
+            "campaign",
+            "--base-results",
+            str(kept / "base-results"),
+            "--head-results",
+            str(kept / "head-results"),
+            "--pr",
+            "1",
+            "--out",
+            str(out),
+            "--project",
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     scored = json.loads((out / "summary.json").read_text())["perturbations"]
@@ -35,7 +55,9 @@ def _compared_again(kept: Path, out: Path) -> tuple[dict, dict]:
 def _timed_cases(results: Path) -> int:
     """Cases of a results folder that were timed round after round (not one-shot, not unsupported)."""
     records = [json.loads(p.read_text()) for p in results.glob("vm-h200/*.tewatch/cases/*.json")]
-    return sum(1 for r in records if not r.get("one_shot") and r["verdict"]["status"] == "pass" and r["metrics"])
+    return sum(
+        1 for r in records if not r.get("one_shot") and r["verdict"]["status"] == "pass" and r["metrics"]
+    )
 
 
 def test_every_case_the_slowdowns_move_is_a_regression_and_nothing_else_changes(tmp_path) -> None:
@@ -72,16 +94,20 @@ def _rounds_of(side: Path, rounds: int, keep: int) -> dict[tuple[str, str, str],
         records[record["case"], json.dumps(record["params"], sort_keys=True)] = record
     columns, found = data["result_columns"], {}
     for name, row in data["results"].items():
-        row = dict(zip(columns, row))
+        row = dict(zip(columns, row, strict=False))
         names = benchmarks[name]["param_names"]
-        for combo, samples in zip(itertools.product(*row["params"]), row["samples"]):
-            params = json.dumps({n: ast.literal_eval(v) for n, v in zip(names, combo)}, sort_keys=True)
+        for combo, samples in zip(itertools.product(*row["params"]), row["samples"], strict=False):
+            params = json.dumps(
+                {n: ast.literal_eval(v) for n, v in zip(names, combo, strict=False)}, sort_keys=True
+            )
             case = name.rsplit(".", 1)[0]
-            kernel = records.get((case, params), {}).get("metrics", {}).get("kernel_seconds", {}).get("samples")
+            kernel = (
+                records.get((case, params), {}).get("metrics", {}).get("kernel_seconds", {}).get("samples")
+            )
             for metric, values in (("track_seconds", samples), ("kernel_seconds", kernel)):
                 if values and len(values) % rounds == 0:
                     size = len(values) // rounds
-                    found[case, params, metric] = Side(values[:keep * size], [size] * keep)
+                    found[case, params, metric] = Side(values[: keep * size], [size] * keep)
     return found
 
 
@@ -89,7 +115,11 @@ def test_the_same_code_in_two_interleaved_arms_is_unchanged_in_every_case() -> N
     # the head arm's third round was cut off by its time limit: both arms' first two rounds pair
     kept = FIXTURES / "h200-aa-subset"
     base, head = _rounds_of(kept / "base", 3, 2), _rounds_of(kept / "head", 2, 2)
-    primary = {"gemm.Gemm": "track_seconds", "quantize.Quantize": "kernel_seconds", "rht.Rht": "kernel_seconds"}
+    primary = {
+        "gemm.Gemm": "track_seconds",
+        "quantize.Quantize": "kernel_seconds",
+        "rht.Rht": "kernel_seconds",
+    }
     keys = sorted(k for k in base.keys() & head.keys() if primary[k[0]] == k[2])
     assert len(keys) == 33
     compared = compare_sweep([ComparePair(base[k], head[k], family=k[0], paired=True) for k in keys])

@@ -13,9 +13,26 @@ KEPT = ROOT / "tests" / "fixtures" / "h200-ab-quick"
 
 def _compare(arm: str, out: Path) -> dict:
     done = subprocess.run(
-        [sys.executable, "-m", "tewatch", "campaign", "--base-results", str(KEPT / "base-results"),
-         "--head-results", str(KEPT / f"{arm}-results"), "--pr", "1", "--out", str(out), "--project", str(ROOT)],
-        capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "tewatch",
+            "campaign",
+            "--base-results",
+            str(KEPT / "base-results"),
+            "--head-results",
+            str(KEPT / f"{arm}-results"),
+            "--pr",
+            "1",
+            "--out",
+            str(out),
+            "--project",
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads((out / "summary.json").read_text())["perturbations"]
@@ -31,7 +48,9 @@ def test_the_extra_fp8_pass_is_found_in_kernel_time_where_event_time_cannot_see_
     assert "fp8-current-extra-pass" not in missed and "rht.Rht" not in missed
     # single runs: the bf16 te.Linear kernel time moved by 12-14 % between processes (the README)
     assert len(scored["flagged_untouched"]) == 2
-    assert all(f.startswith("linear.LinearFwdBwd(") and "recipe=bf16" in f for f in scored["flagged_untouched"])
+    assert all(
+        f.startswith("linear.LinearFwdBwd(") and "recipe=bf16" in f for f in scored["flagged_untouched"]
+    )
 
 
 def test_the_a_a_arm_is_told_apart_from_the_base_in_at_most_two_cases(tmp_path) -> None:

@@ -16,10 +16,28 @@ KEPT = ROOT / "tests" / "fixtures" / "h200-campaign"
 def compared(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("recompared")
     done = subprocess.run(
-        [sys.executable, "-m", "tewatch", "campaign", "--base-results", str(KEPT / "base-results"),
-         "--head-results", str(KEPT / "head-results"),
-         "--perturb", "te-ref-slow-quantize,fp8-current-collapsed-transpose", "--pr", "1", "--out", str(out), "--project", str(ROOT)],
-        capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "tewatch",
+            "campaign",
+            "--base-results",
+            str(KEPT / "base-results"),
+            "--head-results",
+            str(KEPT / "head-results"),
+            "--perturb",
+            "te-ref-slow-quantize,fp8-current-collapsed-transpose",
+            "--pr",
+            "1",
+            "--out",
+            str(out),
+            "--project",
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert not (out / "base-results").exists() and not (out / "head-results").exists()  # nothing ran
@@ -29,12 +47,16 @@ def compared(tmp_path_factory) -> dict:
 def test_the_pull_request_breaks_exactly_the_fp8_current_contract_at_ranks_3_and_4(compared: dict) -> None:
     pr_failures = [a for a in compared["alerts"] if a["kind"] == "correctness" and a["pr_number"] == 1]
     assert sorted(a["title"] for a in pr_failures) == [
-        f"contracts.ShapeContract(quantizer=fp8-current, rank={rank}) on NVIDIA H200: error" for rank in (3, 4)]
+        f"contracts.ShapeContract(quantizer=fp8-current, rank={rank}) on NVIDIA H200: error"
+        for rank in (3, 4)
+    ]
 
 
 def test_every_doubled_reference_quantize_is_a_regression_and_nothing_improves(compared: dict) -> None:
     regressions = [a["title"] for a in compared["alerts"] if a["kind"] == "regression"]
-    quantize = [t for t in regressions if t.startswith("PR #1: quantize.Quantize.track_seconds(backend=te-ref,")]
+    quantize = [
+        t for t in regressions if t.startswith("PR #1: quantize.Quantize.track_seconds(backend=te-ref,")
+    ]
     assert len(quantize) == 10
     # the one other: the reference RHT, untouched by the change but host-bound (the fixture's README)
     others = [t for t in regressions if t not in quantize]

@@ -48,23 +48,63 @@ def _add_change_points(db_url: str, run_id: int) -> int:
     engine = make_engine(db_url)
     try:
         with write_connection(engine) as conn:
-            series_id, commit_id = conn.execute(text(
-                "SELECT s.id, r.commit_id FROM series s JOIN cases c ON c.id = s.case_id "
-                "JOIN benchmarks b ON b.id = s.benchmark_id "
-                "JOIN results x ON x.series_id = s.id JOIN runs r ON r.id = x.run_id "
-                "WHERE b.name = 'linear.LinearFwdBwd.track_seconds' AND c.recipe = 'bf16' AND c.rank = 3 "
-                "AND c.mode = 'default' AND r.id = :run"), {"run": run_id}).one()
-            common = dict(branch="main", gpu_model="NVIDIA H200", run_id=run_id, commit_id=commit_id,
-                          before_commit_id=commit_id, first_possible_commit_id=commit_id, lower_limit=0.9,
-                          upper_limit=1.1, sigma=0.02, n_before=6, n_after=6, detector_version="test")
-            conn.execute(Detection.__table__.insert(), [
-                dict(common, series_id=series_id, series_key=f"series:{series_id}", direction="regression",
-                     baseline=1.0e-3, level_after=1.2e-3, effect=0.2, z=7.5, environment_shift=False,
-                     environment_changes={}, config={}, active=True),
-                dict(common, series_id=None, series_key="ratio:compiled/eager:bf16:3", direction="improvement",
-                     baseline=1.0, level_after=0.8, effect=-0.2, z=-6.0, environment_shift=True,
-                     environment_changes={"torch": ["2.10.0", "2.11.0"]}, config={}, active=False),
-            ])
+            series_id, commit_id = conn.execute(
+                text(
+                    "SELECT s.id, r.commit_id FROM series s JOIN cases c ON c.id = s.case_id "
+                    "JOIN benchmarks b ON b.id = s.benchmark_id "
+                    "JOIN results x ON x.series_id = s.id JOIN runs r ON r.id = x.run_id "
+                    "WHERE b.name = 'linear.LinearFwdBwd.track_seconds' AND c.recipe = 'bf16' AND c.rank = 3 "
+                    "AND c.mode = 'default' AND r.id = :run"
+                ),
+                {"run": run_id},
+            ).one()
+            common = {
+                "branch": "main",
+                "gpu_model": "NVIDIA H200",
+                "run_id": run_id,
+                "commit_id": commit_id,
+                "before_commit_id": commit_id,
+                "first_possible_commit_id": commit_id,
+                "lower_limit": 0.9,
+                "upper_limit": 1.1,
+                "sigma": 0.02,
+                "n_before": 6,
+                "n_after": 6,
+                "detector_version": "test",
+            }
+            conn.execute(
+                Detection.__table__.insert(),
+                [
+                    dict(
+                        common,
+                        series_id=series_id,
+                        series_key=f"series:{series_id}",
+                        direction="regression",
+                        baseline=1.0e-3,
+                        level_after=1.2e-3,
+                        effect=0.2,
+                        z=7.5,
+                        environment_shift=False,
+                        environment_changes={},
+                        config={},
+                        active=True,
+                    ),
+                    dict(
+                        common,
+                        series_id=None,
+                        series_key="ratio:compiled/eager:bf16:3",
+                        direction="improvement",
+                        baseline=1.0,
+                        level_after=0.8,
+                        effect=-0.2,
+                        z=-6.0,
+                        environment_shift=True,
+                        environment_changes={"torch": ["2.10.0", "2.11.0"]},
+                        config={},
+                        active=False,
+                    ),
+                ],
+            )
         return series_id
     finally:
         engine.dispose()
@@ -81,8 +121,13 @@ def history(tmp_path_factory) -> Iterator[History]:
                 main_runs.append(answer.json()["run_id"])
         merge_base = client.get(f"/api/v1/runs/{main_runs[0]}").json()["commit_sha"]
         [head] = find_runs(PR_HEAD)
-        answer = post_run(client, parts_of(head), branch=f"pr-{PR_NUMBER}", pr_number=str(PR_NUMBER),
-                          merge_base_sha=merge_base)
+        answer = post_run(
+            client,
+            parts_of(head),
+            branch=f"pr-{PR_NUMBER}",
+            pr_number=str(PR_NUMBER),
+            merge_base_sha=merge_base,
+        )
         assert answer.status_code == 201, answer.text
         _wait_for_comparisons(client)
         assert client.post("/api/v1/detect", json={"branch": "main"}).status_code == 200

@@ -15,8 +15,15 @@ import tewatch.client as client_module
 from tests.conftest import REPO_ROOT, free_port
 from tewatch.client import Client, ClientError, frames
 
-DTYPES = {"int": "Int64", "float": "float64", "str": "string", "cat": "category", "time": "datetime64[ns, UTC]",
-          "bool": "boolean", "json": "string"}
+DTYPES = {
+    "int": "Int64",
+    "float": "float64",
+    "str": "string",
+    "cat": "category",
+    "time": "datetime64[ns, UTC]",
+    "bool": "boolean",
+    "json": "string",
+}
 
 
 def assert_typed(frame: pd.DataFrame, spec: frames.Spec) -> None:
@@ -52,8 +59,13 @@ def test_runs(tw, history):
     assert set(main["te_version"]) == {"2.20.2"} and set(main["commit_sha"]) == {history.merge_base}
     assert set(main["machine"]) == {"vm-h200", "h200x2"} and set(main["gpu_model"]) == {"NVIDIA H200"}
     full = main[main["profile"] == "full"].iloc[-1]  # h200-full: 226 cases (README)
-    assert full["verdicts_pass"] + full["verdicts_error"] + full["verdicts_fail_accuracy"] + full[
-        "verdicts_unsupported"] == 226
+    assert (
+        full["verdicts_pass"]
+        + full["verdicts_error"]
+        + full["verdicts_fail_accuracy"]
+        + full["verdicts_unsupported"]
+        == 226
+    )
     pr = runs.iloc[0]
     assert (pr["pr_number"], pr["merge_base_sha"], pr["branch"]) == (1, history.merge_base, "pr-1")
     assert runs["started_at"].notna().all() and (runs["finished_at"] > runs["started_at"]).all()
@@ -63,8 +75,9 @@ def test_runs(tw, history):
     first = runs.sort_values("started_at").iloc[0]
     early = tw.runs(until=first["started_at"] + pd.Timedelta(seconds=1))
     assert early["run_id"].tolist() == [first["run_id"]]
-    assert tw.runs(since=first["started_at"].isoformat(), until=first["started_at"] + pd.Timedelta(seconds=1))[
-        "run_id"].tolist() == [first["run_id"]]
+    assert tw.runs(
+        since=first["started_at"].isoformat(), until=first["started_at"] + pd.Timedelta(seconds=1)
+    )["run_id"].tolist() == [first["run_id"]]
 
 
 def test_series_catalog(tw):
@@ -98,7 +111,9 @@ def test_samples_of_series_and_of_runs_agree(tw, history):
     # samples in recorded order, and the result's own value (asv's median) beside each
     one = timed[(timed["run_id"] == history.main_runs[0])].groupby("series_id")
     assert all(list(group["sample_index"]) == list(range(len(group))) for _, group in one)
-    assert all(group["value"].iloc[0] == pytest.approx(group["sample"].median(), rel=0.05) for _, group in one)
+    assert all(
+        group["value"].iloc[0] == pytest.approx(group["sample"].median(), rel=0.05) for _, group in one
+    )
 
 
 def test_failures_keep_a_row_without_samples(tw):
@@ -107,7 +122,9 @@ def test_failures_keep_a_row_without_samples(tw):
     rows = tw.samples(rank4, branch="main")
     assert len(rows) >= 1 and set(rows["verdict"]) == {"error"} and set(rows["status"]) == {"failed"}
     assert rows["sample"].isna().all() and rows["sample_index"].isna().all()
-    unsupported = tw.samples(tw.series(case="linear.LinearFwdBwd", recipe="nvfp4")["series_id"][:3], branch="main")
+    unsupported = tw.samples(
+        tw.series(case="linear.LinearFwdBwd", recipe="nvfp4")["series_id"][:3], branch="main"
+    )
     assert set(unsupported["verdict"]) == {"unsupported"} and unsupported["sample"].isna().all()
 
 
@@ -118,7 +135,9 @@ def test_latest_verdicts_with_labels(tw):
     counts = verdicts["status"].value_counts()
     assert counts["pass"] > 100 and counts["error"] >= 9 and counts["unsupported"] > 40
     # TE 2.20.2's NVFP4 shape contract at 3D/4D and the CPU round trip's RecursionError (README)
-    contract = verdicts[(verdicts["case_name"] == "contracts.ShapeContract") & (verdicts["status"] == "error")]
+    contract = verdicts[
+        (verdicts["case_name"] == "contracts.ShapeContract") & (verdicts["status"] == "error")
+    ]
     assert {"nvfp4"} <= set(contract["recipe"]) and {3, 4} <= set(contract["rank"])
     assert "RecursionError" in set(verdicts["exception_class"].dropna())
     distributed = verdicts[verdicts["case_name"] == "distributed.LinearTensorParallel"]
@@ -133,7 +152,9 @@ def test_pull_request_comparisons_with_labels(tw, history):
     assert comparisons["benchmark"].notna().all() and comparisons["case_name"].notna().all()
     regressions = comparisons[comparisons["verdict"] == "regression"]
     # the doubled reference quantize: te-ref quantize cases slower by about +100 % (campaign README)
-    quantize = regressions[(regressions["case_name"] == "quantize.Quantize") & (regressions["backend"] == "te-ref")]
+    quantize = regressions[
+        (regressions["case_name"] == "quantize.Quantize") & (regressions["backend"] == "te-ref")
+    ]
     assert len(quantize) >= 5 and quantize["effect"].between(0.5, 1.5).all()
     assert (quantize["ci_low"] > 0).all()
     assert tw.comparisons(999).empty and list(tw.comparisons(999).columns) == list(comparisons.columns)
@@ -147,7 +168,11 @@ def test_change_points_with_labels_and_commits(tw, history):
     [point] = active.to_dict("records")
     assert point["series_id"] == history.change_point_series
     assert (point["case_name"], point["recipe"], point["rank"], point["mode"]) == (
-        "linear.LinearFwdBwd", "bf16", 3, "default")
+        "linear.LinearFwdBwd",
+        "bf16",
+        3,
+        "default",
+    )
     assert point["commit_sha"] == point["before_commit_sha"] == history.merge_base
     assert point["committed_at"].tzinfo is not None and point["direction"] == "regression"
     ratio = everything[everything["series_id"].isna()].iloc[0]
@@ -170,15 +195,23 @@ def test_alerts_with_labels(tw, history):
 def test_every_paged_route_is_read_to_its_end(history, monkeypatch):
     """Pages of 2 runs, 5 results, 7 cases, 3 alerts and 1 change point give the same frames as one page."""
     with Client(history.url) as whole:
-        expected = {"runs": whole.runs(), "series": whole.series(), "alerts": whole.alerts(),
-                    "change_points": whole.change_points(active=None),
-                    "samples": whole.samples(runs=[history.main_runs[2]])}
+        expected = {
+            "runs": whole.runs(),
+            "series": whole.series(),
+            "alerts": whole.alerts(),
+            "change_points": whole.change_points(active=None),
+            "samples": whole.samples(runs=[history.main_runs[2]]),
+        }
     for name, size in [("PAGE", 2), ("CASE_PAGE", 7), ("ALERT_PAGE", 3), ("CHANGE_POINT_PAGE", 1)]:
         monkeypatch.setattr(client_module, name, size)
     transport = CountingTransport()
     with Client(history.url, transport=transport) as paged:
-        got = {"runs": paged.runs(), "series": paged.series(), "alerts": paged.alerts(),
-               "change_points": paged.change_points(active=None)}
+        got = {
+            "runs": paged.runs(),
+            "series": paged.series(),
+            "alerts": paged.alerts(),
+            "change_points": paged.change_points(active=None),
+        }
         monkeypatch.setattr(client_module, "PAGE", 5)
         got["samples"] = paged.samples(runs=[history.main_runs[2]])
     for name, frame in expected.items():
@@ -194,12 +227,16 @@ def test_every_paged_route_is_read_to_its_end(history, monkeypatch):
 def test_an_unreachable_server_and_a_refusal_are_one_sentence(history):
     with Client(f"http://127.0.0.1:{free_port()}") as nowhere, pytest.raises(ClientError) as unreachable:
         nowhere.runs()
-    assert re.fullmatch(r"cannot reach tewatch at http://127\.0\.0\.1:\d+: ConnectError: .+", str(unreachable.value))
+    assert re.fullmatch(
+        r"cannot reach tewatch at http://127\.0\.0\.1:\d+: ConnectError: .+", str(unreachable.value)
+    )
     assert unreachable.value.__cause__ is None and unreachable.value.__suppress_context__
     with Client(history.url) as tw:
         with pytest.raises(ClientError, match=r"^GET /api/v1/runs answered HTTP 422: since: Input should be"):
             tw.runs(since="yesterday")
-        with pytest.raises(ClientError, match=r"^GET /api/v1/series/999999 answered HTTP 404: no series 999999$"):
+        with pytest.raises(
+            ClientError, match=r"^GET /api/v1/series/999999 answered HTTP 404: no series 999999$"
+        ):
             tw.samples(999999)
         with pytest.raises(ClientError, match="HTTP 422: pr_number: Input should be less than or equal to"):
             tw.comparisons(2**40)
@@ -232,6 +269,11 @@ def test_pandas_stays_out_of_the_service(tmp_path):
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'pyarrow'))\n"
         "assert not loaded, loaded\n"
     )
-    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code, str(tmp_path / "store.sqlite3")],
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code, str(tmp_path / "store.sqlite3")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]

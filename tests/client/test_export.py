@@ -16,8 +16,13 @@ CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 
 
 def export(url: str, out, *options: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "export", str(out), "--url", url, *options], capture_output=True, text=True,
-                          timeout=300, check=False)
+    return subprocess.run(
+        [*CLI, "export", str(out), "--url", url, *options],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +35,9 @@ def test_a_branch_as_parquet_reads_back_as_the_clients_frames(history, tw, tmp_p
     done = export(history.url, tmp_path, "--branch", "main")
     assert done.returncode == 0, done.stderr
     names = ["runs", "samples", "verdicts", "change_points", "alerts"]
-    assert [line.split(":")[0] for line in done.stdout.splitlines()] == [str(tmp_path / f"{n}.parquet") for n in names]
+    assert [line.split(":")[0] for line in done.stdout.splitlines()] == [
+        str(tmp_path / f"{n}.parquet") for n in names
+    ]
     runs = tw.runs(branch="main")
     expected = {
         "runs": runs,
@@ -42,10 +49,16 @@ def test_a_branch_as_parquet_reads_back_as_the_clients_frames(history, tw, tmp_p
     for name, frame in expected.items():
         back = pd.read_parquet(tmp_path / f"{name}.parquet")
         # a category column with no value at all comes back with categories of dtype object, not str
-        empty = [c for c in frame if isinstance(frame[c].dtype, pd.CategoricalDtype) and frame[c].isna().all()]
+        empty = [
+            c for c in frame if isinstance(frame[c].dtype, pd.CategoricalDtype) and frame[c].isna().all()
+        ]
         pd.testing.assert_frame_equal(back.drop(columns=empty), frame.drop(columns=empty), obj=name)
         assert all(isinstance(back[c].dtype, pd.CategoricalDtype) and back[c].isna().all() for c in empty)
-    assert len(expected["runs"]) == 4 and len(expected["samples"]) > 10_000 and len(expected["change_points"]) == 2
+    assert (
+        len(expected["runs"]) == 4
+        and len(expected["samples"]) > 10_000
+        and len(expected["change_points"]) == 2
+    )
 
 
 def test_a_machine_as_csv(history, tmp_path):
@@ -56,7 +69,8 @@ def test_a_machine_as_csv(history, tmp_path):
     assert runs["committed_at"].str.endswith("+00:00").all()
     samples = pd.read_csv(tmp_path / "samples.csv")
     assert set(samples["run_id"]) == set(runs["run_id"]) and set(samples["case_name"]) == {
-        "distributed.LinearTensorParallel"}
+        "distributed.LinearTensorParallel"
+    }
     verdicts = pd.read_csv(tmp_path / "verdicts.csv")
     assert set(verdicts["run_id"]) <= set(runs["run_id"]) and set(verdicts["world_size"]) == {1, 2}
     # the change points and alerts of the bundled history came from the one-GPU runs
@@ -71,7 +85,10 @@ def test_a_pull_request_and_a_time_range(history, tw, tmp_path):
     assert pd.read_parquet(tmp_path / "pr" / "runs.parquet")["run_id"].tolist() == [history.pr_run]
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "pr" / "comparisons.parquet"), tw.comparisons(1))
     first = tw.runs().sort_values("started_at").iloc[0]
-    since, until = first["started_at"].isoformat(), (first["started_at"] + pd.Timedelta(seconds=1)).isoformat()
+    since, until = (
+        first["started_at"].isoformat(),
+        (first["started_at"] + pd.Timedelta(seconds=1)).isoformat(),
+    )
     done = export(history.url, tmp_path / "range", "--since", since, "--until", until, "--format", "csv")
     assert done.returncode == 0, done.stderr
     assert pd.read_csv(tmp_path / "range" / "runs.csv")["run_id"].tolist() == [first["run_id"]]
@@ -80,10 +97,14 @@ def test_a_pull_request_and_a_time_range(history, tw, tmp_path):
 
 def test_errors_are_one_line(history, tmp_path):
     nowhere = export(f"http://127.0.0.1:{free_port()}", tmp_path)
-    assert nowhere.returncode == 1 and nowhere.stderr.startswith("error: cannot reach tewatch at http://127.0.0.1:")
+    assert nowhere.returncode == 1 and nowhere.stderr.startswith(
+        "error: cannot reach tewatch at http://127.0.0.1:"
+    )
     refused = export(history.url, tmp_path, "--since", "yesterday")
     assert refused.returncode == 1
-    assert refused.stderr.startswith("error: GET /api/v1/runs answered HTTP 422: since: Input should be a valid")
+    assert refused.stderr.startswith(
+        "error: GET /api/v1/runs answered HTTP 422: since: Input should be a valid"
+    )
     for problem in (nowhere, refused):
         assert "Traceback" not in problem.stderr and len(problem.stderr.strip().splitlines()) == 1
     unknown = export(history.url, tmp_path, "--table", "nope")

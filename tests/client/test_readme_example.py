@@ -19,7 +19,7 @@ MARKER = "<!-- this block runs in tests/client/test_readme_example.py"
 
 def readme_example() -> str:
     text = README.read_text()
-    after = text[text.index(MARKER):]
+    after = text[text.index(MARKER) :]
     return re.search(r"```python\n(.*?)```", after, re.S).group(1)
 
 
@@ -62,8 +62,9 @@ def test_the_example_answers_what_the_readme_says(ran):
     others.loc["fp8-block", "default"] = float("nan")
     assert ((others - 1).abs().max().max()) == pytest.approx(0.25, abs=0.005)  # "up to 25 % either way"
     status = ran["status"]
-    assert {status[("nvfp4-ref", 4, mode)] for mode in ("eager", "default", "reduce-overhead", "max-autotune")} == {
-        "error"}
+    assert {
+        status[("nvfp4-ref", 4, mode)] for mode in ("eager", "default", "reduce-overhead", "max-autotune")
+    } == {"error"}
     assert ran["recipes"] == ["bf16", "fp8-block", "fp8-current", "fp8-delayed", "nvfp4-ref", "torch-ref"]
     assert "fp8-block" in ran["printed"] and "1.22" in ran["printed"]
 

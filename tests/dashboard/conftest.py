@@ -72,21 +72,31 @@ def markup_variant(run: RunFiles) -> tuple[dict[str, list[tuple[str, bytes]]], s
     return parts, renamed, message
 
 
-def failing_variant(run: RunFiles, commit_prefix: str, exception_class: str) -> tuple[dict[str, list[tuple[str, bytes]]], str]:
+def failing_variant(
+    run: RunFiles, commit_prefix: str, exception_class: str
+) -> tuple[dict[str, list[tuple[str, bytes]]], str]:
     """A copy of a real run at a new commit (its hash starting with `commit_prefix`) whose first passing case
     of the compile-vs-eager grid fails with `exception_class`; and the run's own commit hash."""
     parts = parts_of(run)
     results = json.loads(parts["result"][0][1])
     base = results["commit_hash"]
-    results["commit_hash"] = commit_prefix + base[len(commit_prefix):]
+    results["commit_hash"] = commit_prefix + base[len(commit_prefix) :]
     parts["result"] = [(parts["result"][0][0], json.dumps(results).encode())]
     for i, record in _case_records(parts):
         labels, params = record.get("labels", {}), record.get("params", {})
-        in_grid = matrix_column(labels.get("mode", params.get("mode")), labels.get("rank", params.get("rank")),
-                                labels) is not None
+        in_grid = (
+            matrix_column(
+                labels.get("mode", params.get("mode")), labels.get("rank", params.get("rank")), labels
+            )
+            is not None
+        )
         if record["verdict"].get("status") == "pass" and in_grid:
-            record["verdict"] = {"status": "error", "check": record["verdict"].get("check", ""),
-                                 "exception_class": exception_class, "message": f"{exception_class} in {commit_prefix}"}
+            record["verdict"] = {
+                "status": "error",
+                "check": record["verdict"].get("check", ""),
+                "exception_class": exception_class,
+                "message": f"{exception_class} in {commit_prefix}",
+            }
             parts["cases"][i] = (parts["cases"][i][0], json.dumps(record).encode())
             return parts, base
     raise AssertionError(f"{run.result} holds no passing case of the compile-vs-eager grid")

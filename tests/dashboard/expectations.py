@@ -33,8 +33,15 @@ def records(run: RunFiles) -> list[Record]:
     out = []
     for path in run.cases:
         data = json.loads(path.read_text())
-        out.append(Record(gpu_model(run), data["case"], data.get("params", {}), data.get("labels", {}),
-                          data.get("verdict", {})))
+        out.append(
+            Record(
+                gpu_model(run),
+                data["case"],
+                data.get("params", {}),
+                data.get("labels", {}),
+                data.get("verdict", {}),
+            )
+        )
     return out
 
 
@@ -67,8 +74,11 @@ def expected_matrix(runs: list[RunFiles]) -> dict[tuple, ExpectedCell]:
         column = matrix_column(mode, rank, r.labels)
         if column is None:
             continue
-        extra = {k: v for k, v in r.params.items()
-                 if k not in {"recipe", "rank", "mode", "backend", "quantizer", "variant", "world_size"}}
+        extra = {
+            k: v
+            for k, v in r.params.items()
+            if k not in {"recipe", "rank", "mode", "backend", "quantizer", "variant", "world_size"}
+        }
         if extra:
             continue  # rows split by other params; the generic check keeps to the plain grid
         key = (r.gpu_model, r.labels.get("backend", ""), r.labels.get("recipe", ""), column[0], column[1])

@@ -31,7 +31,9 @@ def test_an_upload_changes_the_overview_and_matrix_at_once(server):
         before = {path: client.get(path).text for path in ("/", "/matrix")}
         for path, html in before.items():
             assert FRESH_EXCEPTION not in html
-            assert main_content(client.get(path).text) == main_content(html), f"{path} changed without an upload"
+            assert main_content(client.get(path).text) == main_content(html), (
+                f"{path} changed without an upload"
+            )
         parts, _base = failing_variant(run, "cafe", FRESH_EXCEPTION)
         assert post_run(client, parts, branch="main").status_code == 201
         for path in ("/", "/matrix"):

@@ -28,8 +28,13 @@ def django_site(tmp_path_factory) -> Iterator[LiveServer]:
     folder = tmp_path_factory.mktemp("django-site")
     results = django_results(folder / "data", files=300, environments=("conda-py3.12",))
     with served_sqlite(folder) as (server, _):
-        done = subprocess.run([*CLI, "upload", str(results), "--url", server.url, "--token", server.token,
-                               "--branch", "main"], capture_output=True, text=True, timeout=600, check=False)
+        done = subprocess.run(
+            [*CLI, "upload", str(results), "--url", server.url, "--token", server.token, "--branch", "main"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         yield server
 
@@ -39,9 +44,14 @@ def detections(server: LiveServer) -> list[tuple[int, int, float, int]]:
     engine = make_engine(server.db_url)
     with Session(engine) as session:
         found = session.execute(
-            select(Detection.series_id, Detection.run_id, Detection.effect,
-                   func.coalesce(Commit.ordered_at, Commit.committed_at))
-            .join(Run, Run.id == Detection.run_id).join(Commit, Commit.id == Run.commit_id)
+            select(
+                Detection.series_id,
+                Detection.run_id,
+                Detection.effect,
+                func.coalesce(Commit.ordered_at, Commit.committed_at),
+            )
+            .join(Run, Run.id == Detection.run_id)
+            .join(Commit, Commit.id == Run.commit_id)
             .where(Detection.active.is_(True))
             .order_by(func.coalesce(Commit.ordered_at, Commit.committed_at))
         ).all()
@@ -93,11 +103,16 @@ def test_change_points_are_listed_in_commit_order(django_site, page):
     assert chosen is not None, "no series with change points uploaded out of commit order"
     open_page(page, django_site, f"/series/{chosen}?last=all")
     page.wait_for_selector("#chart[data-ready='1']")
-    at = [int(cell.removeprefix("#")) for cell in
-          page.eval_on_selector_all("#change-points tbody tr td:first-child", "tds => tds.map(t => t.textContent)")]
+    at = [
+        int(cell.removeprefix("#"))
+        for cell in page.eval_on_selector_all(
+            "#change-points tbody tr td:first-child", "tds => tds.map(t => t.textContent)"
+        )
+    ]
     assert len(at) == len(by_series[chosen]) and at == sorted(at)
-    runs = page.eval_on_selector_all("#change-points tbody tr td:nth-child(2) a",
-                                     "as => as.map(a => Number(a.href.split('/').pop()))")
+    runs = page.eval_on_selector_all(
+        "#change-points tbody tr td:nth-child(2) a", "as => as.map(a => Number(a.href.split('/').pop()))"
+    )
     assert runs == by_series[chosen]
 
 

@@ -30,8 +30,11 @@ def test_the_last_run_is_the_one_that_started_last(db_url):
             [row] = machines(session)
             assert (row.runs, row.last_run_id, utc(row.last_run_started)) == (2, first, later)
         with Session(engine) as session, session.begin():  # a run that recorded no start counts by its upload
-            session.execute(update(Run).where(Run.id == second).values(started_at=None,
-                                                                        uploaded_at=datetime(2027, 1, 1, tzinfo=UTC)))
+            session.execute(
+                update(Run)
+                .where(Run.id == second)
+                .values(started_at=None, uploaded_at=datetime(2027, 1, 1, tzinfo=UTC))
+            )
         with Session(engine) as session:
             [row] = machines(session)
             assert (row.last_run_id, row.last_run_started) == (second, None)

@@ -36,7 +36,9 @@ def test_the_ratio_measured_in_one_process_wins_over_two_cases_latest_values(db_
     try:
         ingest_bundle(engine, _bundle_with_an_in_process_ratio())
         with Session(engine) as session:
-            [grid] = [m for m in matrix(session, Filters()) if m.gpu_model == "NVIDIA H200" and not m.world_size]
+            [grid] = [
+                m for m in matrix(session, Filters()) if m.gpu_model == "NVIDIA H200" and not m.world_size
+            ]
         [row] = [r for r in grid.rows if r.recipe == "fp8-current" and r.backend == "te"]
         assert row.cells[(3, "default")].ratio == 0.5
         compiled, eager = row.cells[(2, "default")], row.cells[(2, "eager")]

@@ -18,7 +18,9 @@ def test_the_first_page_fills_up_after_the_failures_and_the_rest_come_in_equal_p
 
 
 def test_every_failure_and_regression_is_on_the_first_page_however_many() -> None:
-    rows = cases((Severity.failure, 70), (Severity.regression, 5), (Severity.improvement, 3), (Severity.passed, 60))
+    rows = cases(
+        (Severity.failure, 70), (Severity.regression, 5), (Severity.improvement, 3), (Severity.passed, 60)
+    )
     assert page_bounds(rows, 50) == [(0, 75), (75, 125), (125, 138)]
 
 

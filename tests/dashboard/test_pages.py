@@ -11,11 +11,21 @@ from tests.dashboard.conftest import H200_FIXTURES, MARKUP, PR_NUMBER, PR_ONLY_E
 from tests.dashboard.expectations import FAILURES, expected_matrix, latest_records
 from tewatch.dashboards.routes.overview import PER_PAGE
 
-SEVERITY_OF_STATUS = {"error": 0, "fail_accuracy": 0, "timeout": 0, "oom": 0, "pass": 3, "": 4, "unsupported": 5}
+SEVERITY_OF_STATUS = {
+    "error": 0,
+    "fail_accuracy": 0,
+    "timeout": 0,
+    "oom": 0,
+    "pass": 3,
+    "": 4,
+    "unsupported": 5,
+}
 
 
 def rows(page, table: str = "#cases") -> list[dict]:
-    return page.eval_on_selector_all(f"{table} tbody tr[data-case-id]", "els => els.map(e => ({...e.dataset}))")
+    return page.eval_on_selector_all(
+        f"{table} tbody tr[data-case-id]", "els => els.map(e => ({...e.dataset}))"
+    )
 
 
 def rows_on_every_page(page) -> list[dict]:
@@ -41,8 +51,20 @@ def open_page(page, site, path: str, name: str | None = None):
 def test_every_page_answers_with_security_headers(site):
     with httpx.Client(base_url=site.url, timeout=30) as client:
         case_id = client.get("/").text.split('data-case-id="', 1)[1].split('"', 1)[0]
-        paths = ["/", "/matrix", f"/case/{case_id}", "/runs", f"/runs/{site.pr_run_id}", "/machines", "/alerts",
-                 f"/pr/{PR_NUMBER}", "/case/999999", "/series/999999", "/static/tewatch.css", "/docs"]
+        paths = [
+            "/",
+            "/matrix",
+            f"/case/{case_id}",
+            "/runs",
+            f"/runs/{site.pr_run_id}",
+            "/machines",
+            "/alerts",
+            f"/pr/{PR_NUMBER}",
+            "/case/999999",
+            "/series/999999",
+            "/static/tewatch.css",
+            "/docs",
+        ]
         for path in paths:
             answer = client.get(path)
             assert answer.status_code == (404 if "999999" in path else 200), path
@@ -74,7 +96,9 @@ def test_overview_puts_failures_first_and_greys_unsupported(site, page):
     latest = latest_records(site.runs)
     assert len(listed) >= len(latest)
     order = [SEVERITY_OF_STATUS.get(r["status"], 4) if not r["perf"] else 1 for r in listed]
-    assert order == sorted(order), "cases are not ordered failures, regressions, improvements, passes, unsupported"
+    assert order == sorted(order), (
+        "cases are not ordered failures, regressions, improvements, passes, unsupported"
+    )
     statuses = {r["status"] for r in listed}
     assert statuses & FAILURES, "the fixtures hold failing cases; the overview shows none"
     unsupported = page.query_selector_all("#cases tbody tr[data-status=unsupported]")  # on the last page
@@ -96,10 +120,14 @@ def test_overview_pages_keep_every_failure_and_regression_on_the_first(site, pag
     first = rows(page)
     assert len(first) < len(everything), "the fixtures fill more than one page"
     attention = [r["caseId"] for r in everything if r["status"] in FAILURES or r["perf"] == "regression"]
-    assert attention and [r["caseId"] for r in first[:len(attention)]] == attention
-    assert page.eval_on_selector_all("#cases tr.group-head", "hs => hs.map(h => h.dataset.group)")[0] == "failure"
+    assert attention and [r["caseId"] for r in first[: len(attention)]] == attention
+    assert (
+        page.eval_on_selector_all("#cases tr.group-head", "hs => hs.map(h => h.dataset.group)")[0]
+        == "failure"
+    )
     assert page.locator("#cases tr.group-head[data-group=failure]").inner_text().split()[-1] == str(
-        sum(r["status"] in FAILURES for r in everything))
+        sum(r["status"] in FAILURES for r in everything)
+    )
     height = page.evaluate("document.documentElement.scrollHeight")
     assert height < 6000, f"page 1 is {height} px tall"
     assert [r["caseId"] for r in rows_on_every_page(page)] == [r["caseId"] for r in everything]
@@ -122,8 +150,12 @@ def test_overview_pages_keep_every_failure_and_regression_on_the_first(site, pag
     assert len(found) > PER_PAGE, "the search should fill more than one page"
     assert f"q={needle}" in page.url and page.input_value("input[name=q]") == needle
     assert len(found) == len({r["caseId"] for r in found}), "a case on two pages"
-    assert all(needle in text for text in page.eval_on_selector_all(
-        "#cases tbody tr[data-case-id] a.case-link", "as => as.map(a => a.textContent)")), "the last page ignores q"
+    assert all(
+        needle in text
+        for text in page.eval_on_selector_all(
+            "#cases tbody tr[data-case-id] a.case-link", "as => as.map(a => a.textContent)"
+        )
+    ), "the last page ignores q"
 
     answer = page.goto(site.url + "/?page=999")
     assert answer.status == 200 and "There is no page 999" in page.inner_text("main")
@@ -136,7 +168,9 @@ def test_filters_narrow_the_overview(site, page):
     everything = rows(page)
     open_page(page, site, "/")
     for name, attribute in (("backend", "backend"), ("gpu", "gpu"), ("recipe", "recipe")):
-        values = page.eval_on_selector_all(f"select[name={name}] option", "os => os.map(o => o.value).filter(v => v)")
+        values = page.eval_on_selector_all(
+            f"select[name={name}] option", "os => os.map(o => o.value).filter(v => v)"
+        )
         for value in values:
             with page.expect_navigation():
                 page.select_option(f"select[name={name}]", value)
@@ -179,7 +213,9 @@ def test_case_page_shows_the_error_and_its_series(site, page):
 
 def test_series_page_draws_every_sample_with_point_details(site, page):
     open_page(page, site, "/")
-    links = page.eval_on_selector_all("#cases tbody tr[data-status=pass] td.num a", "as => as.map(a => a.href)")
+    links = page.eval_on_selector_all(
+        "#cases tbody tr[data-status=pass] td.num a", "as => as.map(a => a.href)"
+    )
     chosen = None
     for href in links:
         data = page.request.get(href + "/points.json?last=all").json()
@@ -207,7 +243,9 @@ def test_series_page_draws_every_sample_with_point_details(site, page):
     assert "<svg" in svg.text()
     assert "commit (oldest → newest)" in svg.text()
     assert data["points"][-1]["sha"][:7] in svg.text() or "TE " in svg.text(), "the x axis names no commit"
-    assert svg.headers["content-security-policy"].startswith("default-src 'none'"), "an SVG may never run script"
+    assert svg.headers["content-security-policy"].startswith("default-src 'none'"), (
+        "an SVG may never run script"
+    )
     assert not page.problems, page.problems
 
 
@@ -220,14 +258,18 @@ def test_matrix_places_every_fixture_case(site, page):
             column_attr = f"[data-check='{cell.column}'][data-rank='{cell.rank}']"
         elif cell.rank:
             column_attr += f"[data-rank='{cell.rank}']"
-        selector = (f"section.matrix-block[data-gpu='{cell.gpu_model}'] td.cell{column_attr}"
-                    f"[data-recipe='{cell.recipe}'][data-backend='{cell.backend}']")
+        selector = (
+            f"section.matrix-block[data-gpu='{cell.gpu_model}'] td.cell{column_attr}"
+            f"[data-recipe='{cell.recipe}'][data-backend='{cell.backend}']"
+        )
         found = page.query_selector(selector)
         assert found is not None, f"no matrix cell for {cell}"
         assert found.get_attribute("data-status") == cell.status, cell
         for exc in cell.exception_classes:
             if cell.status in FAILURES:
-                assert exc in found.inner_text() or exc in (found.query_selector("a").get_attribute("title") or "")
+                assert exc in found.inner_text() or exc in (
+                    found.query_selector("a").get_attribute("title") or ""
+                )
     assert not page.problems, page.problems
 
 
@@ -237,19 +279,25 @@ def test_matrix_shows_h200_contract_failures_and_cpu_round_trip_error(site, page
     contract = [r for r in latest.values() if r.labels.get("op") == "shape_contract" and r.status in FAILURES]
     ranks = {r.labels.get("rank", r.params.get("rank")) for r in contract}
     assert {3, 4} <= ranks, f"the H200 fixtures should fail the shape contract at 3D and 4D, got {ranks}"
-    round_trip = [r for r in latest.values() if r.labels.get("op") == "cpu_round_trip" and r.status == "error"]
+    round_trip = [
+        r for r in latest.values() if r.labels.get("op") == "cpu_round_trip" and r.status == "error"
+    ]
     assert round_trip, "the H200 fixtures should hold the CPU round-trip error"
     gpu = contract[0].gpu_model
     open_page(page, site, "/matrix?" + str(httpx.QueryParams({"gpu": gpu})), "matrix-h200")
     section = f"section.matrix-block[data-gpu='{gpu}']"
     for r in contract:
         rank = r.labels.get("rank", r.params.get("rank"))
-        cell = page.query_selector(f"{section} td.cell[data-check='shape_contract'][data-rank='{rank}']"
-                                   f"[data-recipe='{r.labels['recipe']}']")
+        cell = page.query_selector(
+            f"{section} td.cell[data-check='shape_contract'][data-rank='{rank}']"
+            f"[data-recipe='{r.labels['recipe']}']"
+        )
         assert cell is not None and cell.get_attribute("data-status") in FAILURES
     for r in round_trip:
-        cell = page.query_selector(f"{section} td.cell[data-check='cpu_round_trip'][data-recipe='{r.labels['recipe']}']"
-                                   f"[data-backend='{r.labels['backend']}']")
+        cell = page.query_selector(
+            f"{section} td.cell[data-check='cpu_round_trip'][data-recipe='{r.labels['recipe']}']"
+            f"[data-backend='{r.labels['backend']}']"
+        )
         assert cell is not None and cell.get_attribute("data-status") == "error"
         assert r.verdict["exception_class"] in cell.inner_text()
         cell.click()
@@ -315,8 +363,12 @@ def test_pull_request_page_lists_its_runs_and_sorts_by_effect(site, page):
         with page.expect_navigation():
             page.click("#pr-verdicts th a:has-text('Effect')")
         assert "sort=effect" in page.url
-        effects = [abs(float(e)) for e in page.eval_on_selector_all(
-            "#pr-verdicts tbody tr", "rs => rs.map(r => r.dataset.effect).filter(e => e !== '')")]
+        effects = [
+            abs(float(e))
+            for e in page.eval_on_selector_all(
+                "#pr-verdicts tbody tr", "rs => rs.map(r => r.dataset.effect).filter(e => e !== '')"
+            )
+        ]
         assert effects == sorted(effects, reverse=True)
     assert page.goto(f"{site.url}/pr/{PR_NUMBER + 1}").status == 404
     assert not [p for p in page.problems if "404" not in p], page.problems
@@ -381,7 +433,9 @@ def test_api_docs_render_operations_from_the_package(site, page):
     page.on("request", lambda r: requested.append(r.url))
     open_page(page, site, "/docs")
     page.wait_for_selector("#swagger-ui .opblock")
-    paths = page.eval_on_selector_all(".opblock-summary-path", "ps => ps.map(p => p.dataset.path || p.innerText)")
+    paths = page.eval_on_selector_all(
+        ".opblock-summary-path", "ps => ps.map(p => p.dataset.path || p.innerText)"
+    )
     assert "/api/v1/runs" in paths and "/api/v1/verdicts/latest" in paths, paths
     assert "/" not in paths and "/docs" not in paths, "the pages are not API operations"
     health = page.locator(".opblock", has=page.locator(".opblock-summary-path[data-path='/api/v1/health']"))
@@ -423,15 +477,23 @@ def test_machines_name_the_last_started_run_at_the_time_runs_shows(site, page):
     for run in runs:
         key = (run["started_at"] or run["uploaded_at"], run["id"])
         mid = run["machine_id"]
-        if mid not in latest or key > (latest[mid]["started_at"] or latest[mid]["uploaded_at"], latest[mid]["id"]):
+        if mid not in latest or key > (
+            latest[mid]["started_at"] or latest[mid]["uploaded_at"],
+            latest[mid]["id"],
+        ):
             latest[mid] = run
-    assert any(max(r["id"] for r in runs if r["machine_id"] == mid) != run["id"] for mid, run in latest.items()), \
-        "the fixtures should upload some machine's last-started run before another of its runs"
+    assert any(
+        max(r["id"] for r in runs if r["machine_id"] == mid) != run["id"] for mid, run in latest.items()
+    ), "the fixtures should upload some machine's last-started run before another of its runs"
     open_page(page, site, "/runs")
     assert page.inner_text("#runs thead th:nth-child(2)") == "Started"
-    started_on_runs = dict(page.eval_on_selector_all(
-        "#runs tbody tr", "rs => rs.map(r => [r.querySelector('a').textContent, "
-                          "r.querySelector('[data-role=started]').innerText])"))
+    started_on_runs = dict(
+        page.eval_on_selector_all(
+            "#runs tbody tr",
+            "rs => rs.map(r => [r.querySelector('a').textContent, "
+            "r.querySelector('[data-role=started]').innerText])",
+        )
+    )
     open_page(page, site, "/machines", "machines")
     assert page.inner_text("#machines thead th:last-child") == "Last run, started"
     for mid, run in latest.items():
@@ -445,8 +507,11 @@ def test_machines_name_the_last_started_run_at_the_time_runs_shows(site, page):
 
 
 def test_runs_name_a_release_filed_without_its_commit_as_such(site, page):
-    stand_ins = {json.loads(r.run.read_text())["versions"]["te"] for r in site.runs
-                 if r.run and json.loads(r.run.read_text()).get("commit_source") == "te_version_hash"}
+    stand_ins = {
+        json.loads(r.run.read_text())["versions"]["te"]
+        for r in site.runs
+        if r.run and json.loads(r.run.read_text()).get("commit_source") == "te_version_hash"
+    }
     assert stand_ins, "the H200 fixtures are filed under their TE version's stand-in"
     open_page(page, site, "/runs", "runs")
     commits = page.query_selector_all("#runs tbody [data-role=commit]")

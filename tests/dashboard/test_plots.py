@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from datetime import UTC, datetime
 
 from tewatch.dashboards.plots import MAX_COMMIT_TICKS, commit_ticks, draw_series, render_series_svg
@@ -10,9 +11,19 @@ from tewatch.dashboards.queries import SeriesHeader, SeriesPoint
 from tewatch.dashboards.series_chart import ChartData, PrOverlay, commit_label
 from tewatch.runner.commit import version_hash
 
-HEADER = SeriesHeader(series_id=1, benchmark="contracts.CheckpointParity.track_seconds", unit="seconds",
-                      higher_is_better=False, case_id=1, case_name="contracts.CheckpointParity", params={},
-                      gpu_model="NVIDIA H200", compute_capability="9.0", backend="te", recipe="nvfp4")
+HEADER = SeriesHeader(
+    series_id=1,
+    benchmark="contracts.CheckpointParity.track_seconds",
+    unit="seconds",
+    higher_is_better=False,
+    case_id=1,
+    case_name="contracts.CheckpointParity",
+    params={},
+    gpu_model="NVIDIA H200",
+    compute_capability="9.0",
+    backend="te",
+    recipe="nvfp4",
+)
 
 
 def sha_of(i: int) -> str:
@@ -20,10 +31,21 @@ def sha_of(i: int) -> str:
 
 
 def point(i: int, value: float | None, verdict: str = "pass", sha: str = "") -> SeriesPoint:
-    return SeriesPoint(run_id=i + 1, sha=sha or sha_of(i), at=datetime(2026, 11, 30, tzinfo=UTC),
-                       status="ok" if value is not None else "failed", value=value, q_25=value, q_75=value,
-                       samples=[value] if value is not None else [], verdict=verdict, exception_class=None,
-                       environment_id=1, machine_id=1, gpu_state={})
+    return SeriesPoint(
+        run_id=i + 1,
+        sha=sha or sha_of(i),
+        at=datetime(2026, 11, 30, tzinfo=UTC),
+        status="ok" if value is not None else "failed",
+        value=value,
+        q_25=value,
+        q_75=value,
+        samples=[value] if value is not None else [],
+        verdict=verdict,
+        exception_class=None,
+        environment_id=1,
+        machine_id=1,
+        gpu_state={},
+    )
 
 
 def chart_of(points: list[SeriesPoint], te_version: str = "") -> ChartData:
@@ -42,8 +64,11 @@ def test_commit_labels_name_the_sha_and_the_te_version() -> None:
 def test_the_x_axis_names_the_commits() -> None:
     points = [point(0, 0.050, sha=version_hash("2.20.2")), point(1, 0.045), point(2, 0.053)]
     ax = draw_series(chart_of(points, "2.20.2")).axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["TE 2.20.2", f"{sha_of(1)[:7]}\nTE 2.20.2",
-                                                           f"{sha_of(2)[:7]}\nTE 2.20.2"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "TE 2.20.2",
+        f"{sha_of(1)[:7]}\nTE 2.20.2",
+        f"{sha_of(2)[:7]}\nTE 2.20.2",
+    ]
     assert list(ax.get_xticks()) == [0, 1, 2]
     assert ax.get_xlabel() == "commit (oldest → newest)"
     svg = render_series_svg(chart_of(points, "2.20.2"))
@@ -58,7 +83,7 @@ def test_a_long_history_names_evenly_spaced_commits_with_the_newest_and_the_pull
     assert len(ticks) <= MAX_COMMIT_TICKS
     assert ticks[0] == (0.0, sha_of(0)[:7])
     assert ticks[-1] == (300.0, f"PR {sha_of(1000)[:7]}")
-    gaps = [b[0] - a[0] for a, b in zip(ticks, ticks[1:], strict=False)]
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(ticks)]
     assert min(gaps) >= 0.75 * max(gaps[:-1]) > 1, "labels would print over each other"
     labels = [t.get_text() for t in draw_series(chart).axes[0].get_xticklabels()]
     assert labels == [label for _, label in ticks]

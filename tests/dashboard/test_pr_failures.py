@@ -44,8 +44,12 @@ def _fail_first_passing(parts: dict, exception_class: str, message: str = "") ->
     for i, (name, content) in enumerate(parts["cases"]):
         record = json.loads(content)
         if record["verdict"].get("status") == "pass":
-            record["verdict"] = {"status": "error", "check": record["verdict"].get("check", ""),
-                                 "exception_class": exception_class, "message": message or f"{exception_class} here"}
+            record["verdict"] = {
+                "status": "error",
+                "check": record["verdict"].get("check", ""),
+                "exception_class": exception_class,
+                "message": message or f"{exception_class} here",
+            }
             parts["cases"][i] = (name, json.dumps(record).encode())
             return parts
     raise AssertionError("no passing case left to fail")
@@ -64,8 +68,11 @@ def _failing_verdicts(db_url: str, run_id: int) -> int:
     engine = make_engine(db_url)
     try:
         with engine.connect() as connection:
-            return connection.scalar(select(func.count()).select_from(Verdict).where(
-                Verdict.run_id == run_id, Verdict.status.in_(sorted(FAILURES))))
+            return connection.scalar(
+                select(func.count())
+                .select_from(Verdict)
+                .where(Verdict.run_id == run_id, Verdict.status.in_(sorted(FAILURES)))
+            )
     finally:
         engine.dispose()
 
@@ -74,8 +81,9 @@ def _failing_verdicts(db_url: str, run_id: int) -> int:
 def pr_site(tmp_path_factory) -> Iterator[PrSite]:
     with served_sqlite(tmp_path_factory.mktemp("pr-failures")) as (server, db_url):
         base_sha, head_sha = "ba5e" + "0" * 36, "feed" + "0" * 36
-        base = _fail_first_passing(_with_commit(parts_of(tiny_run()), base_sha), KNOWN_EXCEPTION,
-                                   f"{KNOWN_EXCEPTION} here {MARKUP}")
+        base = _fail_first_passing(
+            _with_commit(parts_of(tiny_run()), base_sha), KNOWN_EXCEPTION, f"{KNOWN_EXCEPTION} here {MARKUP}"
+        )
         head = _fail_first_passing(_with_commit(parts_of(tiny_run()), head_sha), KNOWN_EXCEPTION)
         head = _fail_first_passing(head, NEW_EXCEPTION)
         assert _failing(head) == _failing(base) + 1
@@ -128,7 +136,8 @@ def test_pr_page_counts_only_new_failures_and_lists_known_ones_apart(pr_site, pa
     alerts = _report_alerts(pr_site)
     assert len(alerts) == 1, alerts
     assert str(new_rows[0].query_selector("a[href^='/case/']").get_attribute("href")).endswith(
-        f"/{alerts[0]['case_id']}")
+        f"/{alerts[0]['case_id']}"
+    )
     assert not page.problems, page.problems
 
 
@@ -150,10 +159,14 @@ def _pr_report(db_url: str, pr_number: int) -> dict | None:
     engine = make_engine(db_url)
     try:
         with engine.connect() as connection:
-            bodies = connection.scalars(select(WebhookEvent.body).where(WebhookEvent.type == "pr.report")).all()
+            bodies = connection.scalars(
+                select(WebhookEvent.body).where(WebhookEvent.type == "pr.report")
+            ).all()
     finally:
         engine.dispose()
-    return next((json.loads(b)["data"] for b in bodies if json.loads(b)["data"]["pr_number"] == pr_number), None)
+    return next(
+        (json.loads(b)["data"] for b in bodies if json.loads(b)["data"]["pr_number"] == pr_number), None
+    )
 
 
 def test_pr_page_and_report_list_the_failure_a_pull_request_fixes(pr_site, page):
@@ -173,7 +186,10 @@ def test_pr_page_and_report_list_the_failure_a_pull_request_fixes(pr_site, page)
     assert page.query_selector("#pr-new-failures-count") is None
     assert len(page.query_selector_all("#pr-known-failures tbody tr")) == pr_site.known_failures - 1
     assert KNOWN_EXCEPTION not in page.inner_text("#pr-known-failures")
-    assert page.query_selector("#pr-fixed") is not None and page.goto(f"{pr_site.server.url}{case_href}").status == 200
+    assert (
+        page.query_selector("#pr-fixed") is not None
+        and page.goto(f"{pr_site.server.url}{case_href}").status == 200
+    )
     assert not page.problems, page.problems
 
     report = _poll(lambda: _pr_report(pr_site.server.db_url, FIXING_PR))
@@ -192,7 +208,9 @@ def test_pr_page_and_report_list_the_failure_a_pull_request_fixes(pr_site, page)
 
 def _main_alert(site: PrSite, status: str) -> dict | None:
     with site.server.client() as client:
-        alerts = client.get("/api/v1/alerts", params={"kind": "correctness", "branch": "main", "status": status}).json()
+        alerts = client.get(
+            "/api/v1/alerts", params={"kind": "correctness", "branch": "main", "status": status}
+        ).json()
     return next((a for a in alerts if KNOWN_EXCEPTION in a["details"].get("detail", "")), None)
 
 
@@ -205,7 +223,10 @@ def test_a_fix_uploaded_on_main_resolves_the_alert_with_its_commit(pr_site):
         fix_run_id = answer.json()["run_id"]
         resolved = _poll(lambda: _main_alert(pr_site, "resolved"))
         assert resolved is not None and resolved["id"] == opened["id"], resolved
-        assert resolved["details"]["fixed_by_commit"] == MERGED_SHA and resolved["details"]["fixed_by_run"] == fix_run_id
+        assert (
+            resolved["details"]["fixed_by_commit"] == MERGED_SHA
+            and resolved["details"]["fixed_by_run"] == fix_run_id
+        )
         history = client.get(f"/api/v1/alerts/{opened['id']}").json()["status_changes"]
     assert [c["to_status"] for c in history] == ["open", "resolved"]
     assert MERGED_SHA in history[-1]["note"] and history[-1]["actor"] == "detector"

@@ -106,7 +106,9 @@ def test_series_page_with_pr_draws_the_head_samples_and_the_comparison(series_pr
     assert chart.get_attribute("data-points") == "1"  # the default-branch history: the base run
     assert chart.get_attribute("data-pr-points") == "1"
     assert chart.get_attribute("data-pr-samples") == str(series_pr_site.head_samples)
-    assert int(chart.get_attribute("data-pr-series") or 0) >= 2  # PR median and PR samples, apart from the rest
+    assert (
+        int(chart.get_attribute("data-pr-series") or 0) >= 2
+    )  # PR median and PR samples, apart from the rest
     assert f"PR #{PR} head" in page.inner_text(".chart-tools")
 
     data = page.evaluate(f"fetch('/series/{series_id}/points.json?pr={PR}').then((r) => r.json())")

@@ -29,41 +29,86 @@ class StoreHistory:
     def __init__(self, session: Session):
         self.session = session
         self.rng = np.random.default_rng(5)
-        self.machines = {driver: Machine(digest=f"m-{driver}", name="h200", gpu_model="NVIDIA H200",
-                                         compute_capability="9.0", driver=driver, cuda="13.0")
-                         for driver in ("580.1", "590.2")}
+        self.machines = {
+            driver: Machine(
+                digest=f"m-{driver}",
+                name="h200",
+                gpu_model="NVIDIA H200",
+                compute_capability="9.0",
+                driver=driver,
+                cuda="13.0",
+            )
+            for driver in ("580.1", "590.2")
+        }
         self.environment = Environment(digest="env", torch="2.11.0", te_version="2.20.2")
         self.benchmark = Benchmark(name="gemm.Gemm.time", case_name="gemm.Gemm", unit="seconds")
-        self.case = Case(fingerprint="case-gemm", case_name="gemm.Gemm", params={"recipe": "nvfp4"},
-                         gpu_model="NVIDIA H200", compute_capability="9.0")
+        self.case = Case(
+            fingerprint="case-gemm",
+            case_name="gemm.Gemm",
+            params={"recipe": "nvfp4"},
+            gpu_model="NVIDIA H200",
+            compute_capability="9.0",
+        )
         self.series = Series(fingerprint="series-gemm", case=self.case, benchmark=self.benchmark)
         session.add_all([*self.machines.values(), self.environment, self.series])
         self.runs: list[Run] = []
         self.commits: dict[str, Commit] = {}
 
-    def add_run(self, sha: str, level: float, status: VerdictStatus, driver: str = "580.1",
-                pr_number: int | None = None, merge_base: str | None = None, at: int | None = None) -> Run:
+    def add_run(
+        self,
+        sha: str,
+        level: float,
+        status: VerdictStatus,
+        driver: str = "580.1",
+        pr_number: int | None = None,
+        merge_base: str | None = None,
+        at: int | None = None,
+    ) -> Run:
         index = len(self.runs) if at is None else at
-        commit = self.commits.setdefault(sha, Commit(
-            sha=sha, branch="main" if pr_number is None else "feature", pr_number=pr_number,
-            committed_at=START + timedelta(hours=index)))
-        run = Run(digest=f"run-{sha}-{pr_number}-{driver}", machine=self.machines[driver], environment=self.environment,
-                  commit=commit, branch=commit.branch, pr_number=pr_number, merge_base_sha=merge_base,
-                  started_at=START + timedelta(hours=index))
+        commit = self.commits.setdefault(
+            sha,
+            Commit(
+                sha=sha,
+                branch="main" if pr_number is None else "feature",
+                pr_number=pr_number,
+                committed_at=START + timedelta(hours=index),
+            ),
+        )
+        run = Run(
+            digest=f"run-{sha}-{pr_number}-{driver}",
+            machine=self.machines[driver],
+            environment=self.environment,
+            commit=commit,
+            branch=commit.branch,
+            pr_number=pr_number,
+            merge_base_sha=merge_base,
+            started_at=START + timedelta(hours=index),
+        )
         samples = (level * np.exp(self.rng.normal(0, 0.01, 30))).tolist()
         self.session.add(run)
         self.session.flush()
-        self.session.add_all([
-            Result(run_id=run.id, series_id=self.series.id, status=ResultStatus.ok, value=float(np.median(samples)),
-                   samples=samples),
-            Verdict(run_id=run.id, case_id=self.case.id, status=status, check="compiled_vs_eager",
+        self.session.add_all(
+            [
+                Result(
+                    run_id=run.id,
+                    series_id=self.series.id,
+                    status=ResultStatus.ok,
+                    value=float(np.median(samples)),
+                    samples=samples,
+                ),
+                Verdict(
+                    run_id=run.id,
+                    case_id=self.case.id,
+                    status=status,
+                    check="compiled_vs_eager",
                     exception_class="RuntimeError" if status != VerdictStatus.passed else None,
-                    message="shape '[2, 2, 1024]' is invalid" if status != VerdictStatus.passed else None),
-        ])
+                    message="shape '[2, 2, 1024]' is invalid" if status != VerdictStatus.passed else None,
+                ),
+            ]
+        )
         self.session.flush()
         self.runs.append(run)
         return run
-
 
     @classmethod
     def reopen(cls, session: Session) -> StoreHistory:

@@ -111,7 +111,9 @@ def test_a_small_step_in_heavy_noise_is_found_from_the_whole_history():
     for seed in range(40):
         y = noise.commit_values(np.random.default_rng(seed), (300,))
         y[150:] *= 1.03
-        found += any(cp.first_possible_index <= 150 <= cp.last_possible_index for cp in detect_change_points(y))
+        found += any(
+            cp.first_possible_index <= 150 <= cp.last_possible_index for cp in detect_change_points(y)
+        )
     assert found >= 20
 
 
@@ -124,8 +126,10 @@ def test_outlying_processes_are_set_aside_so_a_small_step_under_them_is_found():
         at = int(rng.integers(60, 240))
         y = noise.commit_values(rng, (300,))
         y[at:] *= 0.97
-        found += any(cp.first_possible_index <= at <= cp.last_possible_index and cp.effect < 0
-                     for cp in detect_change_points(y))
+        found += any(
+            cp.first_possible_index <= at <= cp.last_possible_index and cp.effect < 0
+            for cp in detect_change_points(y)
+        )
     assert found >= 28
 
 
@@ -150,14 +154,18 @@ def test_the_effect_is_the_hodges_lehmann_shift_and_the_check_counts_it_exactly(
     y[80:] *= 1.06
     [cp] = detect_change_points(y)
     x = np.log(y)
-    assert cp.effect == pytest.approx(np.expm1(hodges_lehmann(x[:80], x[80:])), abs=1e-3)  # 3-sigma points aside
+    assert cp.effect == pytest.approx(
+        np.expm1(hodges_lehmann(x[:80], x[80:])), abs=1e-3
+    )  # 3-sigma points aside
     assert cp.level_after == pytest.approx(cp.baseline * (1 + cp.effect))
     for _ in range(200):
         before, after = rng.normal(0, 1, rng.integers(5, 30)), rng.normal(0.3, 1, rng.integers(5, 30))
         shift = float(rng.normal(0.3, 0.5))
         estimate = hodges_lehmann(before, after)
         if abs(estimate - shift) > 1e-9:
-            assert shift_reaches(before, after, shift) == (estimate >= shift if shift >= 0 else estimate <= shift)
+            assert shift_reaches(before, after, shift) == (
+                estimate >= shift if shift >= 0 else estimate <= shift
+            )
 
 
 def test_the_detector_version_fits_the_store():

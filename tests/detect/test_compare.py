@@ -20,9 +20,13 @@ def test_verdicts_on_samples():
         (base, samples(1.10, 0.01, 3, 6), False, 0.005),  # too few samples
     ]
     results = compare_sweep(pairs)
-    assert [c.verdict for c in results] == [CompareVerdict.regression, CompareVerdict.improvement,
-                                            CompareVerdict.unchanged, CompareVerdict.inconclusive,
-                                            CompareVerdict.inconclusive]
+    assert [c.verdict for c in results] == [
+        CompareVerdict.regression,
+        CompareVerdict.improvement,
+        CompareVerdict.unchanged,
+        CompareVerdict.inconclusive,
+        CompareVerdict.inconclusive,
+    ]
     assert {c.noise_source for c in results} == {NoiseSource.history}
 
 
@@ -36,8 +40,10 @@ def test_higher_is_better_flips_the_verdict_and_the_interval_covers_the_effect()
 
 def test_process_level_noise_is_not_a_regression_without_history():
     # two processes of the same code, 2.5 % apart: tight samples, but the assumed run-to-run noise holds
-    [c] = compare_sweep([(samples(1.0, 0.005, 100, 9), samples(1.025, 0.005, 100, 10), False, None)],
-                        CompareConfig(between_run_sigma=0.02))
+    [c] = compare_sweep(
+        [(samples(1.0, 0.005, 100, 9), samples(1.025, 0.005, 100, 10), False, None)],
+        CompareConfig(between_run_sigma=0.02),
+    )
     assert c.verdict is not CompareVerdict.regression
 
 
@@ -48,8 +54,10 @@ def test_benjamini_hochberg_matches_the_textbook_example():
 
 def test_fdr_control_keeps_a_sweep_of_unchanged_cases_quiet():
     rng = np.random.default_rng(11)
-    pairs = [(rng.normal(1, 0.01, 30).clip(0.9), rng.normal(1, 0.01, 30).clip(0.9), False, 0.002)
-             for _ in range(300)]
+    pairs = [
+        (rng.normal(1, 0.01, 30).clip(0.9), rng.normal(1, 0.01, 30).clip(0.9), False, 0.002)
+        for _ in range(300)
+    ]
     verdicts = [c.verdict for c in compare_sweep(pairs, CompareConfig(min_effect=0.001))]
     assert verdicts.count(CompareVerdict.regression) + verdicts.count(CompareVerdict.improvement) <= 3
 
@@ -80,16 +88,25 @@ def test_the_family_prior_keeps_process_levels_of_tight_samples_quiet():
 
 def test_a_change_of_every_case_of_a_family_is_still_found():
     rng = np.random.default_rng(6)
-    pairs = [(_process(0.005, 0.01, 50, rng), _process(0.005, 0.01, 50, rng, shift=0.10), False, None)
-             for _ in range(20)]
+    pairs = [
+        (_process(0.005, 0.01, 50, rng), _process(0.005, 0.01, 50, rng, shift=0.10), False, None)
+        for _ in range(20)
+    ]
     verdicts = {c.verdict for c in compare_sweep(pairs, families=["gemm"] * 20)}
     assert verdicts == {CompareVerdict.regression}
 
 
 def test_a_change_of_fewer_than_half_of_a_family_is_still_found():
     rng = np.random.default_rng(7)
-    pairs = [(_process(0.005, 0.01, 50, rng), _process(0.005, 0.01, 50, rng, shift=1.0 if i < 8 else 0.0),
-              False, None) for i in range(20)]
+    pairs = [
+        (
+            _process(0.005, 0.01, 50, rng),
+            _process(0.005, 0.01, 50, rng, shift=1.0 if i < 8 else 0.0),
+            False,
+            None,
+        )
+        for i in range(20)
+    ]
     verdicts = [c.verdict for c in compare_sweep(pairs, families=["quantize"] * 20)]
     assert verdicts[:8] == [CompareVerdict.regression] * 8
     assert CompareVerdict.regression not in verdicts[8:]
@@ -119,16 +136,28 @@ def test_two_real_h200_runs_differ_only_where_the_pull_request_changed_te():
     keys = sorted(set(base) & set(head))
     pairs = [(base[k], head[k], False, None) for k in keys]
     results = compare_sweep(pairs, families=[benchmark for benchmark, _ in keys])
-    flagged = {k: c for k, c in zip(keys, results)
-               if c.verdict in (CompareVerdict.regression, CompareVerdict.improvement)}
+    flagged = {
+        k: c
+        for k, c in zip(keys, results, strict=True)
+        if c.verdict in (CompareVerdict.regression, CompareVerdict.improvement)
+    }
     doubled = {k for k in keys if k[0] == "quantize.Quantize.track_seconds" and k[1][0] == "'te-ref'"}
     assert len(doubled) == 10 and doubled <= set(flagged)
-    assert all(flagged[k].verdict is CompareVerdict.regression and 0.7 < flagged[k].effect < 1.3 for k in doubled)
+    assert all(
+        flagged[k].verdict is CompareVerdict.regression and 0.7 < flagged[k].effect < 1.3 for k in doubled
+    )
     # quantize, GEMM, te.Linear and the contract checks that the change does not touch stay quiet (the
     # reference RHT, a 0.3-0.6 ms host-bound call with one sibling, is the one that does not: README)
     assert set(flagged) - doubled <= {("rht.Rht.track_seconds", ("'te-ref'", "'8192x5120'"))}
     alone = compare_sweep(pairs)
-    assert sum(c.verdict is not CompareVerdict.inconclusive for k, c in zip(keys, alone) if k not in doubled) >= 5
+    assert (
+        sum(
+            c.verdict is not CompareVerdict.inconclusive
+            for k, c in zip(keys, alone, strict=True)
+            if k not in doubled
+        )
+        >= 5
+    )
 
 
 def test_the_spread_prior_keeps_a_clear_change_of_tight_samples():
@@ -143,7 +172,8 @@ def test_two_runs_of_the_same_te_on_two_lent_h200s_are_not_told_apart():
     pairs = [(base[k], again[k], False, None) for k in keys]
     assert len(keys) == 86
     assert {c.verdict for c in compare_sweep(pairs, families=[benchmark for benchmark, _ in keys])} == {
-        CompareVerdict.inconclusive}
+        CompareVerdict.inconclusive
+    }
     # without the family, tight samples alone call process levels changes (host-bound contract checks of
     # tens of microseconds take the host floor and stay quiet either way)
     assert sum(c.verdict is not CompareVerdict.inconclusive for c in compare_sweep(pairs)) >= 4

@@ -6,17 +6,33 @@ from tewatch.detect.compare import ComparePair, CompareVerdict, NoiseSource, Sid
 from tewatch.detect.modes import sample_modes
 
 
-def _rounds(rng, level: float, rounds: int, level_sigma: float, within_cv: float = 0.002, n: int = 30,
-            shift: float = 0.0) -> Side:
+def _rounds(
+    rng,
+    level: float,
+    rounds: int,
+    level_sigma: float,
+    within_cv: float = 0.002,
+    n: int = 30,
+    shift: float = 0.0,
+) -> Side:
     """`rounds` processes, each at its own level (log-normal, `level_sigma`), tight samples within."""
-    parts = [level * (1 + shift) * np.exp(rng.normal(0, level_sigma)) * np.exp(rng.normal(0, within_cv, n))
-             for _ in range(rounds)]
+    parts = [
+        level * (1 + shift) * np.exp(rng.normal(0, level_sigma)) * np.exp(rng.normal(0, within_cv, n))
+        for _ in range(rounds)
+    ]
     return Side(np.concatenate(parts), [n] * rounds)
 
 
 def _family(rng, cases: int, rounds: int, level_sigma: float, shifts) -> list[ComparePair]:
-    return [ComparePair(_rounds(rng, 1e-3, rounds, level_sigma), _rounds(rng, 1e-3, rounds, level_sigma, shift=s),
-                        family="quantize", paired=True) for s in shifts[:cases]]
+    return [
+        ComparePair(
+            _rounds(rng, 1e-3, rounds, level_sigma),
+            _rounds(rng, 1e-3, rounds, level_sigma, shift=s),
+            family="quantize",
+            paired=True,
+        )
+        for s in shifts[:cases]
+    ]
 
 
 def test_rounds_find_a_five_percent_change_that_one_run_per_side_cannot():
@@ -27,8 +43,10 @@ def test_rounds_find_a_five_percent_change_that_one_run_per_side_cannot():
     assert all(c.noise_source is NoiseSource.rounds and c.rounds == 3 for c in with_rounds)
     assert CompareVerdict.regression not in {c.verdict for c in with_rounds[6:]}
     assert sum(c.verdict is CompareVerdict.unchanged for c in with_rounds[6:]) >= 12
-    single = [ComparePair(Side(p.base.samples[:30]), Side(p.head.samples[:30]), family="quantize")
-              for p in _family(np.random.default_rng(1), 24, 3, 0.01, shifts)]
+    single = [
+        ComparePair(Side(p.base.samples[:30]), Side(p.head.samples[:30]), family="quantize")
+        for p in _family(np.random.default_rng(1), 24, 3, 0.01, shifts)
+    ]
     assert CompareVerdict.unchanged not in {c.verdict for c in compare_sweep(single)}
 
 
@@ -46,10 +64,18 @@ def test_a_series_whose_rounds_disagree_beyond_its_family_keeps_its_own_spread()
     # and 1.04 and 1.03 ms in the head's: rounds read -1 % and +12 %, where the family moves by 1-2 %
     rng = np.random.default_rng(10)
     family = _family(rng, 12, 2, 0.01, [0.0] * 12)
-    base = Side(np.concatenate([1.027e-3 * np.exp(rng.normal(0, 0.002, 20)),
-                                1.170e-3 * np.exp(rng.normal(0, 0.002, 20))]), [20, 20])
-    head = Side(np.concatenate([1.040e-3 * np.exp(rng.normal(0, 0.002, 20)),
-                                1.027e-3 * np.exp(rng.normal(0, 0.002, 20))]), [20, 20])
+    base = Side(
+        np.concatenate(
+            [1.027e-3 * np.exp(rng.normal(0, 0.002, 20)), 1.170e-3 * np.exp(rng.normal(0, 0.002, 20))]
+        ),
+        [20, 20],
+    )
+    head = Side(
+        np.concatenate(
+            [1.040e-3 * np.exp(rng.normal(0, 0.002, 20)), 1.027e-3 * np.exp(rng.normal(0, 0.002, 20))]
+        ),
+        [20, 20],
+    )
     *rest, odd = compare_sweep([*family, ComparePair(base, head, family="quantize", paired=True)])
     assert odd.verdict is CompareVerdict.inconclusive and odd.ci_low < -0.1
     assert CompareVerdict.improvement not in {c.verdict for c in rest}
@@ -70,8 +96,10 @@ def test_one_wild_series_does_not_lend_its_spread_to_the_family():
 
 def test_unpaired_rounds_still_use_the_spread_of_the_rounds():
     rng = np.random.default_rng(4)
-    pairs = [ComparePair(_rounds(rng, 1e-3, 4, 0.01), _rounds(rng, 1e-3, 4, 0.01, shift=0.2), family="gemm")
-             for _ in range(5)]
+    pairs = [
+        ComparePair(_rounds(rng, 1e-3, 4, 0.01), _rounds(rng, 1e-3, 4, 0.01, shift=0.2), family="gemm")
+        for _ in range(5)
+    ]
     assert {c.verdict for c in compare_sweep(pairs)} == {CompareVerdict.regression}
     assert all(c.noise_source is NoiseSource.rounds for c in compare_sweep(pairs))
 
@@ -103,11 +131,18 @@ def test_a_small_family_that_moved_together_keeps_its_intervals_near_the_change(
     # absolute deviation of five values (1.5 degrees of freedom) gave intervals of about +-30 %
     rng = np.random.default_rng(7)
     changes = [0.0, 0.047, 0.094, 0.088, 0.053]
-    pairs = [(1e-3 * np.exp(rng.normal(0, 0.002, 200)), 1e-3 * (1 + c) * np.exp(rng.normal(0, 0.002, 200)),
-              False, None) for c in changes]
+    pairs = [
+        (
+            1e-3 * np.exp(rng.normal(0, 0.002, 200)),
+            1e-3 * (1 + c) * np.exp(rng.normal(0, 0.002, 200)),
+            False,
+            None,
+        )
+        for c in changes
+    ]
     results = compare_sweep(pairs, families=["gemm"] * 5)
     assert max(c.ci_high - c.ci_low for c in results) < 0.35
-    assert all(abs(c.effect - change) < 0.01 for c, change in zip(results, changes))
+    assert all(abs(c.effect - change) < 0.01 for c, change in zip(results, changes, strict=True))
 
 
 def test_kernel_time_that_moved_under_an_unchanged_event_time_is_not_a_change():
@@ -116,7 +151,9 @@ def test_kernel_time_that_moved_under_an_unchanged_event_time_is_not_a_change():
     from tewatch.detect.compare import kernel_against_event
 
     rng = np.random.default_rng(8)
-    [event] = compare_sweep([ComparePair(_rounds(rng, 1e-3, 3, 0.001), _rounds(rng, 1e-3, 3, 0.001), paired=True)])
+    [event] = compare_sweep(
+        [ComparePair(_rounds(rng, 1e-3, 3, 0.001), _rounds(rng, 1e-3, 3, 0.001), paired=True)]
+    )
     assert event.verdict is CompareVerdict.unchanged
     kernel = replace(event, verdict=CompareVerdict.regression, effect=0.12)
     assert kernel_against_event(kernel, event).verdict is CompareVerdict.inconclusive
@@ -143,5 +180,7 @@ def test_a_check_timed_once_in_a_session_of_rounds_is_not_compared():
         [moved] = compare_sweep([ComparePair(_one_shot(rng, 3e-3), _one_shot(rng, 3e-3, shift), paired=True)])
         assert moved.verdict is CompareVerdict.inconclusive
     # the same samples as two plain single runs are compared as single runs
-    [plain] = compare_sweep([ComparePair(Side(_one_shot(rng, 3e-3).samples), Side(_one_shot(rng, 3e-3, 9.0).samples))])
+    [plain] = compare_sweep(
+        [ComparePair(Side(_one_shot(rng, 3e-3).samples), Side(_one_shot(rng, 3e-3, 9.0).samples))]
+    )
     assert plain.verdict is CompareVerdict.regression

@@ -25,8 +25,10 @@ def test_a_huge_jump_onto_a_noisier_level_on_the_newest_commits_is_flagged(serie
     old = np.nanmedian(values[:-40])
     first_of_new_level = int(np.flatnonzero(values <= 30 * old)[-1]) + 1  # the newest commits all above
     assert len(values) - first_of_new_level >= 15
-    spread = [stats.median_abs_deviation(np.log(part), scale="normal")
-              for part in (values[first_of_new_level - 300 : first_of_new_level], values[first_of_new_level:])]
+    spread = [
+        stats.median_abs_deviation(np.log(part), scale="normal")
+        for part in (values[first_of_new_level - 300 : first_of_new_level], values[first_of_new_level:])
+    ]
     assert spread[1] > 5 * spread[0]  # the new level is far noisier than the old one
     [cp] = [cp for cp in detect_change_points(values) if cp.index >= len(values) - 40]
     assert cp.first_possible_index <= first_of_new_level <= cp.last_possible_index

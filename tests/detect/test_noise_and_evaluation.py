@@ -15,12 +15,20 @@ def test_profiles_reproduce_the_measured_spread_of_process_medians(name):
 
 def test_evaluation_is_reproducible_and_beats_asv_on_recall_without_more_false_alarms():
     def run():
-        return evaluate({"tewatch": tewatch_detector(ChangePointConfig()), "asv": asv_detector(0.02)},
-                        step_sizes=[0.05], series_per_scenario=8, commits=200, seed=3)
+        return evaluate(
+            {"tewatch": tewatch_detector(ChangePointConfig()), "asv": asv_detector(0.02)},
+            step_sizes=[0.05],
+            series_per_scenario=8,
+            commits=200,
+            seed=3,
+        )
 
     first, second = run(), run()
     ours, theirs = combined(first, "tewatch"), combined(first, "asv")
-    assert ours.hits == combined(second, "tewatch").hits and ours.detections == combined(second, "tewatch").detections
+    assert (
+        ours.hits == combined(second, "tewatch").hits
+        and ours.detections == combined(second, "tewatch").detections
+    )
     assert ours.recall(0.05) > theirs.recall(0.05)
     assert ours.null_false_alarms == 0
     assert ours.false_alarms_per_1000 <= 1.0
@@ -36,11 +44,17 @@ def test_replay_meets_the_recall_and_false_alarm_targets():
 
 
 def test_replay_of_the_django_shapes_finds_them_and_little_else():
-    evaluation = evaluate({"tewatch": tewatch_detector(ChangePointConfig())}, step_sizes=[0.05],
-                          series_per_scenario=30, seed=6)
+    evaluation = evaluate(
+        {"tewatch": tewatch_detector(ChangePointConfig())}, step_sizes=[0.05], series_per_scenario=30, seed=6
+    )
     assert [shape.name for shape in evaluation.shapes] == [
-        "x77 on the newest 18, matmul", "x77 on the newest 18, quantize", "x77 on the newest 18, linear",
-        "slow runs 35 % -> 80 %", "slow runs steady at 35 %", "slow runs steady at 80 %"]
+        "x77 on the newest 18, matmul",
+        "x77 on the newest 18, quantize",
+        "x77 on the newest 18, linear",
+        "slow runs 35 % -> 80 %",
+        "slow runs steady at 35 %",
+        "slow runs steady at 80 %",
+    ]
     for shape in evaluation.shapes:
         score = evaluation.shape_scores[("tewatch", shape.name)]
         if shape.changes:

@@ -12,42 +12,98 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 def report(**overrides) -> PrReport:
     fields = {
-        "pr_number": 3626, "head_sha": "a" * 40, "base_sha": "b" * 40, "gpu_model": "NVIDIA B200",
-        "public_url": "https://tewatch.example/", "min_effect": 0.03, "alpha": 0.05, "detector_version": "tewatch-detect/1.0",
+        "pr_number": 3626,
+        "head_sha": "a" * 40,
+        "base_sha": "b" * 40,
+        "gpu_model": "NVIDIA B200",
+        "public_url": "https://tewatch.example/",
+        "min_effect": 0.03,
+        "alpha": 0.05,
+        "detector_version": "tewatch-detect/1.0",
         "counts": {"regression": 2, "improvement": 1, "unchanged": 40, "inconclusive": 3},
-        "correctness": [CorrectnessRow(
-            "linear.LinearFwdBwd(mode=default, rank=3, recipe=nvfp4)", "pass", "error",
-            "compiled_vs_eager: RuntimeError: shape '[2, 2, 1024]' is invalid for input | <script>alert(1)</script>",
-            7)],
-        "regressions": [
-            TimingRow("quantize.Quantize.time(recipe=nvfp4, rht=True, shape=8192x8192)", "seconds", 1.52e-4, 1.71e-4,
-                      0.125, 0.09, 0.16, 11),
-            TimingRow("gemm.Gemm.tflops(recipe=nvfp4, shape=8192x8192x5120)", "TFLOP/s", 1800.0, 1700.0,
-                      -0.0556, -0.08, -0.03, 12),
+        "correctness": [
+            CorrectnessRow(
+                "linear.LinearFwdBwd(mode=default, rank=3, recipe=nvfp4)",
+                "pass",
+                "error",
+                "compiled_vs_eager: RuntimeError: shape '[2, 2, 1024]' is invalid for input | <script>alert(1)</script>",
+                7,
+            )
         ],
-        "improvements": [TimingRow("rht.Rht.time(shape=8192x8192)", "seconds", 2.0e-3, 1.8e-3, -0.1, -0.12, -0.08, None)],
+        "regressions": [
+            TimingRow(
+                "quantize.Quantize.time(recipe=nvfp4, rht=True, shape=8192x8192)",
+                "seconds",
+                1.52e-4,
+                1.71e-4,
+                0.125,
+                0.09,
+                0.16,
+                11,
+            ),
+            TimingRow(
+                "gemm.Gemm.tflops(recipe=nvfp4, shape=8192x8192x5120)",
+                "TFLOP/s",
+                1800.0,
+                1700.0,
+                -0.0556,
+                -0.08,
+                -0.03,
+                12,
+            ),
+        ],
+        "improvements": [
+            TimingRow("rht.Rht.time(shape=8192x8192)", "seconds", 2.0e-3, 1.8e-3, -0.1, -0.12, -0.08, None)
+        ],
     }
     fields.update(overrides)
     return PrReport(**fields)
 
 
 FIXED = [
-    FixedRow(f"contracts.ShapeContract(rank={rank}, recipe=nvfp4, shape={shape})", "error",
-             f"shape_contract: ValueError: nvfp4 needs the last two dims divisible by 16, got {shape} | <b>x</b>",
-             20 + i)
+    FixedRow(
+        f"contracts.ShapeContract(rank={rank}, recipe=nvfp4, shape={shape})",
+        "error",
+        f"shape_contract: ValueError: nvfp4 needs the last two dims divisible by 16, got {shape} | <b>x</b>",
+        20 + i,
+    )
     for i, (rank, shape) in enumerate([(3, "2x3x1024"), (3, "4x7x256"), (4, "2x2x3x1024")])
-] + [FixedRow("linear.Linear(recipe=nvfp4)", "fail_accuracy",
-              "compiled_vs_eager: max_abs_err = 0.5 > tolerance 0.01", None)]
+] + [
+    FixedRow(
+        "linear.Linear(recipe=nvfp4)",
+        "fail_accuracy",
+        "compiled_vs_eager: max_abs_err = 0.5 > tolerance 0.01",
+        None,
+    )
+]
 
 
-@pytest.mark.parametrize("name, overrides", [
-    ("pr_report_full", {}),
-    ("pr_report_quiet", {"correctness": [], "regressions": [], "improvements": [],
-                         "counts": {"unchanged": 44, "inconclusive": 2}}),
-    ("pr_report_fixed", {"fixed": FIXED}),
-    ("pr_report_only_fixed", {"correctness": [], "regressions": [], "improvements": [], "fixed": FIXED[:1],
-                              "counts": {"unchanged": 44}}),
-])
+@pytest.mark.parametrize(
+    "name, overrides",
+    [
+        ("pr_report_full", {}),
+        (
+            "pr_report_quiet",
+            {
+                "correctness": [],
+                "regressions": [],
+                "improvements": [],
+                "counts": {"unchanged": 44, "inconclusive": 2},
+            },
+        ),
+        ("pr_report_fixed", {"fixed": FIXED}),
+        (
+            "pr_report_only_fixed",
+            {
+                "correctness": [],
+                "regressions": [],
+                "improvements": [],
+                "fixed": FIXED[:1],
+                "counts": {"unchanged": 44},
+            },
+        ),
+    ],
+)
 def test_pr_report_markdown_matches_its_snapshot(name, overrides):
     rendered = render_pr_report(report(**overrides))
     path = SNAPSHOTS / f"{name}.md"
@@ -66,8 +122,11 @@ def test_correctness_comes_before_timing_and_upload_text_is_escaped():
 
 def test_fixes_come_after_correctness_failures_and_before_timing():
     rendered = render_pr_report(report(fixed=FIXED))
-    assert (rendered.index("### Correctness") < rendered.index("### Fixed by this pull request")
-            < rendered.index("### Largest regressions"))
+    assert (
+        rendered.index("### Correctness")
+        < rendered.index("### Fixed by this pull request")
+        < rendered.index("### Largest regressions")
+    )
     assert "4 fixed" in rendered and "https://tewatch.example/case/21" in rendered
     assert "<b>" not in rendered and "&lt;b&gt;" in rendered
     assert "### Fixed" not in render_pr_report(report())

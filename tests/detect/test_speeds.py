@@ -16,8 +16,11 @@ def test_two_speeds_are_told_from_one_noisy_level():
     config = ChangePointConfig()
     for share in (0.2, 0.35, 0.8):
         assert two_speeds(two_speed_logs(rng, share, 150), config) is not None
-    one_level = [rng.normal(0.0, 0.05, 150), 0.05 * rng.standard_t(3, 150),
-                 *(np.log(H200_PROFILES[name].commit_values(rng, (150,))) for name in ("matmul", "linear"))]
+    one_level = [
+        rng.normal(0.0, 0.05, 150),
+        0.05 * rng.standard_t(3, 150),
+        *(np.log(H200_PROFILES[name].commit_values(rng, (150,))) for name in ("matmul", "linear")),
+    ]
     assert all(two_speeds(x, config) is None for x in one_level)
     threshold = two_speeds(two_speed_logs(rng, 0.5, 150), config)
     assert 0.03 < threshold < np.log(1.3) - 0.03
@@ -46,10 +49,15 @@ def test_a_change_in_the_share_of_slow_runs_is_found_and_a_steady_share_is_not()
     for seed in range(30):
         rng = np.random.default_rng(300 + seed)
         y = np.exp(np.concatenate([two_speed_logs(rng, 0.35, 100), two_speed_logs(rng, 0.8, 100)]))
-        found += any(cp.first_possible_index <= 100 <= cp.last_possible_index and cp.effect > 0
-                     for cp in detect_change_points(y))
+        found += any(
+            cp.first_possible_index <= 100 <= cp.last_possible_index and cp.effect > 0
+            for cp in detect_change_points(y)
+        )
     assert found >= 27
     rng = np.random.default_rng(24)
-    steady = sum(bool(detect_change_points(np.exp(two_speed_logs(rng, share, 200))))
-                 for share in (0.35, 0.8) for _ in range(100))
+    steady = sum(
+        bool(detect_change_points(np.exp(two_speed_logs(rng, share, 200))))
+        for share in (0.35, 0.8)
+        for _ in range(100)
+    )
     assert steady <= 4  # 1 % per segment: about 2 expected

@@ -18,8 +18,14 @@ def sum_ranks(rank: int, world_size: int, payload: Any) -> dict[str, Any]:
 
     t = torch.tensor([float(rank + 1)])
     dist.all_reduce(t)
-    return {"rank": rank, "sum": t.item(), "world": dist.get_world_size(), "backend": dist.get_backend(),
-            "env": {name: os.environ.get(name) for name in NO_MULTICAST}, "payload": payload}
+    return {
+        "rank": rank,
+        "sum": t.item(),
+        "world": dist.get_world_size(),
+        "backend": dist.get_backend(),
+        "env": {name: os.environ.get(name) for name in NO_MULTICAST},
+        "payload": payload,
+    }
 
 
 def last_rank_hangs(rank: int, world_size: int, payload: Any) -> dict[str, Any]:

@@ -20,17 +20,42 @@ from tests.conftest import REPO_ROOT
 
 CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 CASE = "distributed.FsdpCheckpoint"
-JOB = fsdp_checkpoint.FsdpJob(backend="torch-ref", recipe="torch-ref", device="cpu", world_size=2,
-                              in_features=128, out_features=128, tokens=32)
+JOB = fsdp_checkpoint.FsdpJob(
+    backend="torch-ref",
+    recipe="torch-ref",
+    device="cpu",
+    world_size=2,
+    in_features=128,
+    out_features=128,
+    tokens=32,
+)
 
 
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory) -> dict[str, dict]:
     results = tmp_path_factory.mktemp("fsdp-ci") / "results"
     done = subprocess.run(
-        [*CLI, "run", "--profile", "ci", "--backends", "te,torch-ref", "--bench", r"^distributed\.FsdpCheckpoint",
-         "--results-dir", str(results), "--machine", "ci-cpu", "--commit", "f" * 40],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False,
+        [
+            *CLI,
+            "run",
+            "--profile",
+            "ci",
+            "--backends",
+            "te,torch-ref",
+            "--bench",
+            r"^distributed\.FsdpCheckpoint",
+            "--results-dir",
+            str(results),
+            "--machine",
+            "ci-cpu",
+            "--commit",
+            "f" * 40,
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     found = [json.loads(p.read_text()) for p in results.glob("ci-cpu/*.tewatch/cases/*.json")]
@@ -96,10 +121,21 @@ def test_a_rank_that_raises_in_the_step_is_the_steps_error_with_its_exception():
     from benchmarks.harness.distributed.launcher import LaunchOutcome, RankResult
     from benchmarks.harness.distributed.verdict import launch_failure_checks
 
-    error = {"status": "error", "exception_class": "AssertionError", "message": "no fsdp_pre_all_gather",
-             "traceback_head": "Traceback ...", "phase": "fsdp_step", "at": 1.0}
-    outcome = LaunchOutcome("error", [RankResult(0, "ok", 0), RankResult(1, "error", 1, error=error)], 1.0,
-                            message="rank 1: AssertionError: no fsdp_pre_all_gather", failed_rank=1)
+    error = {
+        "status": "error",
+        "exception_class": "AssertionError",
+        "message": "no fsdp_pre_all_gather",
+        "traceback_head": "Traceback ...",
+        "phase": "fsdp_step",
+        "at": 1.0,
+    }
+    outcome = LaunchOutcome(
+        "error",
+        [RankResult(0, "ok", 0), RankResult(1, "error", 1, error=error)],
+        1.0,
+        message="rank 1: AssertionError: no fsdp_pre_all_gather",
+        failed_rank=1,
+    )
     (check,) = launch_failure_checks(outcome)
     assert (check.check, check.status, check.exception_class) == ("fsdp_step", "error", "AssertionError")
     assert check.message.startswith("rank 1:")

@@ -10,8 +10,17 @@ from benchmarks.harness.distributed.scenario import Scenario, Shards
 
 
 def _scenario(parallel: str, sp: bool, world: int, shape=(8, 2, 12), n=6) -> Scenario:
-    return Scenario(backend="torch-ref", recipe="torch-ref", parallel_mode=parallel, sequence_parallel=sp,
-                    mode="eager", world_size=world, device="cpu", shape=shape, out_features=n)
+    return Scenario(
+        backend="torch-ref",
+        recipe="torch-ref",
+        parallel_mode=parallel,
+        sequence_parallel=sp,
+        mode="eager",
+        world_size=world,
+        device="cpu",
+        shape=shape,
+        out_features=n,
+    )
 
 
 @pytest.mark.parametrize("world", [1, 2])
@@ -61,18 +70,33 @@ def test_weight_shards_tile_the_weight_once():
         assert torch.equal(seen, torch.ones_like(seen))
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"parallel_mode": "diagonal"}, "parallel_mode must be one of"),
-    ({"out_features": 7, "world_size": 2}, "out_features=7 does not split over 2 ranks"),
-    ({"parallel_mode": "row", "shape": (8, 2, 9), "world_size": 2}, "in_features=9 does not split"),
-    ({"sequence_parallel": True, "shape": (7, 2, 12), "world_size": 2}, "sequence length 7 does not split"),
-    ({"fault": "gremlins"}, "fault must be one of"),
-    ({"device": "tpu"}, "device must be cuda or cpu"),
-    ({"world_size": 0}, "world_size must be at least 1"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"parallel_mode": "diagonal"}, "parallel_mode must be one of"),
+        ({"out_features": 7, "world_size": 2}, "out_features=7 does not split over 2 ranks"),
+        ({"parallel_mode": "row", "shape": (8, 2, 9), "world_size": 2}, "in_features=9 does not split"),
+        (
+            {"sequence_parallel": True, "shape": (7, 2, 12), "world_size": 2},
+            "sequence length 7 does not split",
+        ),
+        ({"fault": "gremlins"}, "fault must be one of"),
+        ({"device": "tpu"}, "device must be cuda or cpu"),
+        ({"world_size": 0}, "world_size must be at least 1"),
+    ],
+)
 def test_a_scenario_that_cannot_be_sharded_says_why(kwargs, message):
-    base = dict(backend="torch-ref", recipe="torch-ref", parallel_mode="column", sequence_parallel=False,
-                mode="eager", world_size=1, device="cpu", shape=(8, 2, 12), out_features=6)
+    base = {
+        "backend": "torch-ref",
+        "recipe": "torch-ref",
+        "parallel_mode": "column",
+        "sequence_parallel": False,
+        "mode": "eager",
+        "world_size": 1,
+        "device": "cpu",
+        "shape": (8, 2, 12),
+        "out_features": 6,
+    }
     with pytest.raises(ValueError, match=message):
         Scenario(**{**base, **kwargs})
 

@@ -37,8 +37,12 @@ def test_two_launches_at_once_get_their_own_rendezvous():
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(2) as pool:
-        outcomes = list(pool.map(
-            lambda n: launch(rank_functions.sum_ranks, n, world_size=2, device="cpu", deadline_s=60), [1, 2]))
+        outcomes = list(
+            pool.map(
+                lambda n: launch(rank_functions.sum_ranks, n, world_size=2, device="cpu", deadline_s=60),
+                [1, 2],
+            )
+        )
     assert [o.status for o in outcomes] == ["ok", "ok"]
     assert [{r["payload"] for r in o.reports} for o in outcomes] == [{1}, {2}]
 
@@ -46,8 +50,14 @@ def test_two_launches_at_once_get_their_own_rendezvous():
 def test_a_hung_collective_is_a_timeout_and_every_process_of_the_ranks_is_gone(tmp_path):
     pid_file = tmp_path / "child.pid"
     started = time.monotonic()
-    outcome = launch(rank_functions.last_rank_hangs, str(pid_file), world_size=2, device="cpu",
-                     deadline_s=10, collective_timeout_s=300)
+    outcome = launch(
+        rank_functions.last_rank_hangs,
+        str(pid_file),
+        world_size=2,
+        device="cpu",
+        deadline_s=10,
+        collective_timeout_s=300,
+    )
     assert outcome.status == "timeout"
     assert time.monotonic() - started < 30
     assert [r.status for r in outcome.ranks] == ["killed", "killed"]
@@ -60,8 +70,9 @@ def test_a_hung_collective_is_a_timeout_and_every_process_of_the_ranks_is_gone(t
 
 
 def test_a_rank_that_raises_names_the_rank_the_exception_and_its_phase():
-    outcome = launch(rank_functions.last_rank_raises, None, world_size=2, device="cpu", deadline_s=60,
-                     grace_s=2)
+    outcome = launch(
+        rank_functions.last_rank_raises, None, world_size=2, device="cpu", deadline_s=60, grace_s=2
+    )
     assert outcome.status == "error"
     assert outcome.failed_rank == 1
     failure = outcome.failure()
@@ -75,7 +86,9 @@ def test_a_rank_that_raises_names_the_rank_the_exception_and_its_phase():
 
 
 def test_a_rank_that_dies_without_a_word_is_an_error_with_its_exit_status():
-    outcome = launch(rank_functions.last_rank_dies, None, world_size=2, device="cpu", deadline_s=60, grace_s=2)
+    outcome = launch(
+        rank_functions.last_rank_dies, None, world_size=2, device="cpu", deadline_s=60, grace_s=2
+    )
     assert outcome.status == "error"
     assert outcome.ranks[1].status == "crashed" and outcome.ranks[1].exitcode == 3
     assert outcome.message == "rank 1 exited with status 3 without a report"

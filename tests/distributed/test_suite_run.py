@@ -22,9 +22,27 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 def ci_run(tmp_path_factory) -> Path:
     results = tmp_path_factory.mktemp("distributed-ci") / "results"
     done = subprocess.run(
-        [*CLI, "run", "--profile", "ci", "--backends", "torch-ref", "--bench", r"^distributed\.",
-         "--results-dir", str(results), "--machine", "ci-cpu", "--commit", COMMIT],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False,
+        [
+            *CLI,
+            "run",
+            "--profile",
+            "ci",
+            "--backends",
+            "torch-ref",
+            "--bench",
+            r"^distributed\.",
+            "--results-dir",
+            str(results),
+            "--machine",
+            "ci-cpu",
+            "--commit",
+            COMMIT,
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return results
@@ -38,11 +56,20 @@ def _records(results: Path, case: str = CASE) -> list[dict]:
 def test_the_ci_profile_runs_the_world_size_2_torch_ref_case(ci_run):
     (record,) = _records(ci_run)
     assert record["case"] == CASE
-    assert record["params"] == {"recipe": "torch-ref", "world_size": 2, "parallel": "column",
-                                "sequence_parallel": True, "mode": "eager"}
+    assert record["params"] == {
+        "recipe": "torch-ref",
+        "world_size": 2,
+        "parallel": "column",
+        "sequence_parallel": True,
+        "mode": "eager",
+    }
     assert record["verdict"]["status"] == "pass", record["verdict"]
     assert {c["check"] for c in [record["verdict"], *record["extra_checks"]]} == {
-        "output_vs_single_gpu", "dgrad_vs_single_gpu", "wgrad_vs_single_gpu", "columnwise_gather_bitwise"}
+        "output_vs_single_gpu",
+        "dgrad_vs_single_gpu",
+        "wgrad_vs_single_gpu",
+        "columnwise_gather_bitwise",
+    }
     assert record["labels"]["world_size"] == 2 and record["labels"]["interconnect"] == "loopback"
     (result_file,) = [p for p in ci_run.glob("ci-cpu/*.json") if p.name != "machine.json"]
     row = json.loads(result_file.read_text())["results"][f"{CASE}.track_seconds"]
@@ -50,8 +77,23 @@ def test_the_ci_profile_runs_the_world_size_2_torch_ref_case(ci_run):
 
 
 def test_its_results_upload_and_the_matrix_filters_by_world_size(ci_run, live_server):
-    done = subprocess.run([*CLI, "upload", str(ci_run), "--url", live_server.url, "--token", live_server.token,
-                           "--branch", "main"], capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [
+            *CLI,
+            "upload",
+            str(ci_run),
+            "--url",
+            live_server.url,
+            "--token",
+            live_server.token,
+            "--branch",
+            "main",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     with live_server.client() as client:
         cases = client.get("/api/v1/cases", params={"case": CASE}).json()["items"]

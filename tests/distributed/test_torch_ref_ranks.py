@@ -15,9 +15,19 @@ PLAN = TimingPlan(budget_s=0.05, min_samples=3, max_samples=5, min_warmup_calls=
 
 
 def _run(parallel: str, sp: bool, mode: str = "eager", fault: str | None = None, deadline_s: float = 90):
-    scenario = Scenario(backend="torch-ref", recipe="torch-ref", parallel_mode=parallel, sequence_parallel=sp,
-                        mode=mode, world_size=2, device="cpu", shape=(32, 2, 128), out_features=64,
-                        timing=PLAN, fault=fault)
+    scenario = Scenario(
+        backend="torch-ref",
+        recipe="torch-ref",
+        parallel_mode=parallel,
+        sequence_parallel=sp,
+        mode=mode,
+        world_size=2,
+        device="cpu",
+        shape=(32, 2, 128),
+        out_features=64,
+        timing=PLAN,
+        fault=fault,
+    )
     outcome = launch(run_scenario, scenario, 2, "cpu", deadline_s=deadline_s, grace_s=3)
     return scenario, outcome
 
@@ -27,7 +37,9 @@ def _checks(scenario, outcome) -> dict:
     return {c.check: c for c in verdict.case_checks(scenario, outcome.reports)}
 
 
-@pytest.mark.parametrize(("parallel", "sp"), [("column", True), ("column", False), ("row", True), ("row", False)])
+@pytest.mark.parametrize(
+    ("parallel", "sp"), [("column", True), ("column", False), ("row", True), ("row", False)]
+)
 def test_a_correct_sharding_matches_the_single_rank_layer(parallel, sp):
     scenario, outcome = _run(parallel, sp)
     checks = _checks(scenario, outcome)
@@ -68,7 +80,11 @@ def test_a_hung_rank_becomes_a_timeout_verdict():
 def test_a_rank_that_raises_becomes_an_error_of_the_sharded_step():
     scenario, outcome = _run("row", True, fault="raise")
     (check,) = verdict.failure_checks(scenario, outcome)
-    assert (check.status, check.check, check.exception_class) == ("error", "sharded_vs_single_gpu", "RuntimeError")
+    assert (check.status, check.check, check.exception_class) == (
+        "error",
+        "sharded_vs_single_gpu",
+        "RuntimeError",
+    )
     assert check.message == "rank 1: RuntimeError: injected failure on rank 1"
 
 

@@ -14,14 +14,29 @@ from benchmarks.harness.records import CaseRecord
 
 
 def _scenario(mode: str = "eager", recipe: str = "bf16", backend: str = "te") -> Scenario:
-    return Scenario(backend=backend, recipe=recipe, parallel_mode="column", sequence_parallel=True, mode=mode,
-                    world_size=2, device="cuda", shape=(64, 2, 128), out_features=128)
+    return Scenario(
+        backend=backend,
+        recipe=recipe,
+        parallel_mode="column",
+        sequence_parallel=True,
+        mode=mode,
+        world_size=2,
+        device="cuda",
+        shape=(64, 2, 128),
+        out_features=128,
+    )
 
 
 def _report(rank: int, rel: float = 1e-3, compiled: float = 0.0, samples=(1.0, 2.0), **extra) -> dict:
-    return {"rank": rank, "rel_l2": {"output": rel, "dgrad": rel / 2, "wgrad": rel / 4},
-            "compiled_max_abs_diff": {"output": 0.0, "dgrad": compiled, "wgrad": 0.0},
-            "compile_seconds": 10.0 + rank, "graph_breaks": rank, "samples": list(samples), **extra}
+    return {
+        "rank": rank,
+        "rel_l2": {"output": rel, "dgrad": rel / 2, "wgrad": rel / 4},
+        "compiled_max_abs_diff": {"output": 0.0, "dgrad": compiled, "wgrad": 0.0},
+        "compile_seconds": 10.0 + rank,
+        "graph_breaks": rank,
+        "samples": list(samples),
+        **extra,
+    }
 
 
 def _verdict(checks) -> dict:
@@ -72,18 +87,22 @@ def test_eager_cases_have_no_compiled_check_and_no_compile_metrics():
     assert "compiled_vs_eager" not in [c.check for c in checks]
     assert verdict.metrics(_scenario(), [_report(0), _report(1)]) == {}
     assert verdict.metrics(_scenario(mode="default"), [_report(0), _report(1)]) == {
-        "compile_seconds": (11.0, "seconds"), "graph_breaks": (1.0, "count")}
+        "compile_seconds": (11.0, "seconds"),
+        "graph_breaks": (1.0, "count"),
+    }
 
 
 def test_columnwise_gather_must_be_bitwise():
     gathered_ok = {"columnwise_gather": {"input": [0, 9224]}}
     gathered_bad = {"columnwise_gather": {"input": [4506, 9224]}}
-    ok = verdict.case_checks(_scenario("eager", "torch-ref", "torch-ref"),
-                             [_report(0, **gathered_ok), _report(1, **gathered_ok)])
+    ok = verdict.case_checks(
+        _scenario("eager", "torch-ref", "torch-ref"), [_report(0, **gathered_ok), _report(1, **gathered_ok)]
+    )
     assert ok[-1].check == "columnwise_gather_bitwise" and ok[-1].status == "pass"
     assert "18448 bytes compared" in ok[-1].message
-    bad = verdict.case_checks(_scenario("eager", "torch-ref", "torch-ref"),
-                              [_report(0, **gathered_ok), _report(1, **gathered_bad)])
+    bad = verdict.case_checks(
+        _scenario("eager", "torch-ref", "torch-ref"), [_report(0, **gathered_ok), _report(1, **gathered_bad)]
+    )
     assert bad[-1].status == "fail_accuracy" and bad[-1].value == 4506
 
 
@@ -100,19 +119,38 @@ def test_the_slowest_rank_makes_each_sample():
 
 
 def test_a_timeout_is_a_timeout_verdict():
-    outcome = LaunchOutcome("timeout", [RankResult(0, "killed", -9), RankResult(1, "killed", -9)], 70.0,
-                            message="rank(s) [0, 1] still running after the 60 s deadline")
+    outcome = LaunchOutcome(
+        "timeout",
+        [RankResult(0, "killed", -9), RankResult(1, "killed", -9)],
+        70.0,
+        message="rank(s) [0, 1] still running after the 60 s deadline",
+    )
     (check,) = verdict.failure_checks(_scenario(), outcome)
     assert check.status == "timeout" and check.check == "launch" and "60 s deadline" in check.message
 
 
 def test_a_rank_exception_is_filed_under_its_phase_and_an_oom_stays_an_oom():
-    error = {"status": "error", "exception_class": "RuntimeError", "message": "bad shape",
-             "traceback_head": "Traceback ...", "phase": "compiled", "at": 1.0}
-    outcome = LaunchOutcome("error", [RankResult(0, "killed", -9), RankResult(1, "error", 1, error=error)], 3.0,
-                            message="rank 1: RuntimeError: bad shape", failed_rank=1)
+    error = {
+        "status": "error",
+        "exception_class": "RuntimeError",
+        "message": "bad shape",
+        "traceback_head": "Traceback ...",
+        "phase": "compiled",
+        "at": 1.0,
+    }
+    outcome = LaunchOutcome(
+        "error",
+        [RankResult(0, "killed", -9), RankResult(1, "error", 1, error=error)],
+        3.0,
+        message="rank 1: RuntimeError: bad shape",
+        failed_rank=1,
+    )
     (check,) = verdict.failure_checks(_scenario(mode="default"), outcome)
-    assert (check.check, check.status, check.exception_class) == ("compiled_vs_eager", "error", "RuntimeError")
+    assert (check.check, check.status, check.exception_class) == (
+        "compiled_vs_eager",
+        "error",
+        "RuntimeError",
+    )
     assert check.message == "rank 1: RuntimeError: bad shape" and check.traceback_head == "Traceback ..."
     oom = dict(error, status="oom", exception_class="OutOfMemoryError", phase="timing")
     outcome.ranks[1] = RankResult(1, "oom", 1, error=oom)
@@ -121,7 +159,12 @@ def test_a_rank_exception_is_filed_under_its_phase_and_an_oom_stays_an_oom():
 
 
 def test_a_crash_without_a_report_is_an_error():
-    outcome = LaunchOutcome("error", [RankResult(0, "killed", -9), RankResult(1, "crashed", -11)], 3.0,
-                            message="rank 1 exited with status -11 without a report", failed_rank=1)
+    outcome = LaunchOutcome(
+        "error",
+        [RankResult(0, "killed", -9), RankResult(1, "crashed", -11)],
+        3.0,
+        message="rank 1 exited with status -11 without a report",
+        failed_rank=1,
+    )
     (check,) = verdict.failure_checks(_scenario(), outcome)
     assert (check.status, check.exception_class, check.check) == ("error", "RankCrashed", "launch")

@@ -14,8 +14,11 @@ def _float32_over_every_binade(n: int, seed: int) -> torch.Tensor:
 def test_exact_div_is_ieee_float32_division_bit_for_bit() -> None:
     a, b = _float32_over_every_binade(1_000_000, 1), _float32_over_every_binade(1_000_000, 2)
     b[:10] = 0.0  # a quotient by zero is inf, as in float32
-    for numerator, denominator, expected in ((a, b, torch.div(a, b)), (1.0, b, torch.reciprocal(b)),
-                                             (2688.0, b, torch.div(2688.0, b))):
+    for numerator, denominator, expected in (
+        (a, b, torch.div(a, b)),
+        (1.0, b, torch.reciprocal(b)),
+        (2688.0, b, torch.div(2688.0, b)),
+    ):
         got = exact_div(numerator, denominator)
         assert got.dtype == torch.float32
         assert torch.equal(got.view(torch.int32), expected.view(torch.int32))

@@ -31,8 +31,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 DOCS = "https://docs.github.com/rest"
-SECONDARY_RATE_LIMIT = ("You have exceeded a secondary rate limit. Please wait a few minutes before you try "
-                        "again. If you reach out to GitHub Support for help, please include the request ID.")
+SECONDARY_RATE_LIMIT = (
+    "You have exceeded a secondary rate limit. Please wait a few minutes before you try "
+    "again. If you reach out to GitHub Support for help, please include the request ID."
+)
 STATES = {"error", "failure", "pending", "success"}
 
 
@@ -60,13 +62,24 @@ class Seen:
 def _user(login: str, user_id: int, kind: str = "Bot") -> dict:
     base = f"https://api.github.com/users/{login}"
     return {
-        "login": login, "id": user_id, "node_id": f"U_{user_id}", "avatar_url": f"https://avatars.example/{user_id}",
-        "gravatar_id": "", "url": base, "html_url": f"https://github.com/{login}",
-        "followers_url": f"{base}/followers", "following_url": f"{base}/following{{/other_user}}",
-        "gists_url": f"{base}/gists{{/gist_id}}", "starred_url": f"{base}/starred{{/owner}}{{/repo}}",
-        "subscriptions_url": f"{base}/subscriptions", "organizations_url": f"{base}/orgs",
-        "repos_url": f"{base}/repos", "events_url": f"{base}/events{{/privacy}}",
-        "received_events_url": f"{base}/received_events", "type": kind, "site_admin": False,
+        "login": login,
+        "id": user_id,
+        "node_id": f"U_{user_id}",
+        "avatar_url": f"https://avatars.example/{user_id}",
+        "gravatar_id": "",
+        "url": base,
+        "html_url": f"https://github.com/{login}",
+        "followers_url": f"{base}/followers",
+        "following_url": f"{base}/following{{/other_user}}",
+        "gists_url": f"{base}/gists{{/gist_id}}",
+        "starred_url": f"{base}/starred{{/owner}}{{/repo}}",
+        "subscriptions_url": f"{base}/subscriptions",
+        "organizations_url": f"{base}/orgs",
+        "repos_url": f"{base}/repos",
+        "events_url": f"{base}/events{{/privacy}}",
+        "received_events_url": f"{base}/received_events",
+        "type": kind,
+        "site_admin": False,
     }
 
 
@@ -78,8 +91,15 @@ class FakeGitHub:
     """Repositories' issue comments and commit statuses in memory; `token` (a personal access token) or an
     App (`app_id` with `app_public_key` and `installation_id`) may call it."""
 
-    def __init__(self, owner: str = "acme", repo: str = "TransformerEngine", token: str | None = None,
-                 app_id: str | None = None, app_public_key: str | None = None, installation_id: int = 0):
+    def __init__(
+        self,
+        owner: str = "acme",
+        repo: str = "TransformerEngine",
+        token: str | None = None,
+        app_id: str | None = None,
+        app_public_key: str | None = None,
+        installation_id: int = 0,
+    ):
         self.owner, self.repo = owner, repo
         self.tokens = {token} if token else set()
         self.app_id, self.app_public_key, self.installation_id = app_id, app_public_key, installation_id
@@ -97,7 +117,9 @@ class FakeGitHub:
         self.url = ""
 
     # what tests arrange and read ------------------------------------------------------------------------
-    def fail_next(self, method: str, path: str, status: int, body: dict | None = None, **headers: str) -> None:
+    def fail_next(
+        self, method: str, path: str, status: int, body: dict | None = None, **headers: str
+    ) -> None:
         with self.lock:
             self.faults.append(Fault(method, path, status, body or {"message": "Server Error"}, headers))
 
@@ -115,7 +137,9 @@ class FakeGitHub:
 
     def requests(self, method: str | None = None, path: str = "") -> list[Seen]:
         with self.lock:
-            return [s for s in self.seen if (method is None or s.method == method) and re.search(path, s.path)]
+            return [
+                s for s in self.seen if (method is None or s.method == method) and re.search(path, s.path)
+            ]
 
     # the server -----------------------------------------------------------------------------------------
     def __enter__(self) -> Self:
@@ -143,10 +167,16 @@ class FakeGitHub:
         comment_id = next(self._ids)
         repo_api = f"https://api.github.com/repos/{self.owner}/{self.repo}"
         comment = {
-            "id": comment_id, "node_id": f"IC_{comment_id}", "url": f"{repo_api}/issues/comments/{comment_id}",
+            "id": comment_id,
+            "node_id": f"IC_{comment_id}",
+            "url": f"{repo_api}/issues/comments/{comment_id}",
             "html_url": f"https://github.com/{self.owner}/{self.repo}/pull/{number}#issuecomment-{comment_id}",
-            "body": body, "user": user, "created_at": _now(), "updated_at": _now(),
-            "issue_url": f"{repo_api}/issues/{number}", "author_association": "NONE",
+            "body": body,
+            "user": user,
+            "created_at": _now(),
+            "updated_at": _now(),
+            "issue_url": f"{repo_api}/issues/{number}",
+            "author_association": "NONE",
         }
         self.comments.setdefault(number, []).append(comment)
         return comment
@@ -167,8 +197,13 @@ class FakeGitHub:
         if scheme.lower() != "bearer" or not self.app_public_key:
             return False
         try:
-            claims = jwt.decode(credential, self.app_public_key, algorithms=["RS256"], leeway=60,
-                                options={"require": ["iat", "exp", "iss"]})
+            claims = jwt.decode(
+                credential,
+                self.app_public_key,
+                algorithms=["RS256"],
+                leeway=60,
+                options={"require": ["iat", "exp", "iss"]},
+            )
         except jwt.PyJWTError:
             return False
         # at most ten minutes into the future, issued by this App
@@ -186,8 +221,14 @@ class FakeGitHub:
         async def faults_and_log(request: Request, call_next):
             raw = await request.body()
             with fake.lock:
-                fault = next((f for f in fake.faults if f.method == request.method
-                              and re.fullmatch(f.path, request.url.path)), None)
+                fault = next(
+                    (
+                        f
+                        for f in fake.faults
+                        if f.method == request.method and re.fullmatch(f.path, request.url.path)
+                    ),
+                    None,
+                )
                 if fault is not None:
                     fake.faults.remove(fault)
             if fault is not None:
@@ -195,8 +236,16 @@ class FakeGitHub:
             else:
                 response = await call_next(request)
             with fake.lock:
-                fake.seen.append(Seen(request.method, request.url.path, dict(request.headers),
-                                      json.loads(raw) if raw else None, response.status_code, time.monotonic()))
+                fake.seen.append(
+                    Seen(
+                        request.method,
+                        request.url.path,
+                        dict(request.headers),
+                        json.loads(raw) if raw else None,
+                        response.status_code,
+                        time.monotonic(),
+                    )
+                )
             return response
 
         def repo_checked(request: Request, owner: str, repo: str) -> JSONResponse | None:
@@ -217,19 +266,26 @@ class FakeGitHub:
                 fake.tokens.add(token)
                 fake.issued_tokens += 1
             expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-            return JSONResponse({"token": token, "expires_at": expires, "permissions": {
-                "issues": "write", "pull_requests": "write", "statuses": "write"},
-                "repository_selection": "selected"}, 201)
+            return JSONResponse(
+                {
+                    "token": token,
+                    "expires_at": expires,
+                    "permissions": {"issues": "write", "pull_requests": "write", "statuses": "write"},
+                    "repository_selection": "selected",
+                },
+                201,
+            )
 
         @app.get(base + "/issues/{number}/comments")
-        async def list_comments(owner: str, repo: str, number: int, request: Request,
-                                per_page: int = 30, page: int = 1):
+        async def list_comments(
+            owner: str, repo: str, number: int, request: Request, per_page: int = 30, page: int = 1
+        ):
             if (refused := repo_checked(request, owner, repo)) is not None:
                 return refused
             per_page = max(1, min(per_page, 100))
             with fake.lock:
                 comments = list(fake.comments.get(number, []))
-            chunk = comments[(page - 1) * per_page: page * per_page]
+            chunk = comments[(page - 1) * per_page : page * per_page]
             headers = {}
             if page * per_page < len(comments):
                 url = f"{fake.url}{request.url.path}?per_page={per_page}&page={page + 1}"
@@ -242,7 +298,7 @@ class FakeGitHub:
                 return refused
             payload = await request.json()
             if not isinstance(payload.get("body"), str):
-                return error(422, "Invalid request.\n\n\"body\" wasn't supplied.")
+                return error(422, 'Invalid request.\n\n"body" wasn\'t supplied.')
             if fake.before_create is not None:
                 fake.before_create(number)
             with fake.lock:
@@ -255,7 +311,7 @@ class FakeGitHub:
                 return refused
             payload = await request.json()
             if not isinstance(payload.get("body"), str):
-                return error(422, "Invalid request.\n\n\"body\" wasn't supplied.")
+                return error(422, 'Invalid request.\n\n"body" wasn\'t supplied.')
             with fake.lock:
                 found = fake._find_comment(comment_id)
                 if found is None:
@@ -281,11 +337,23 @@ class FakeGitHub:
             payload = await request.json()
             problems = []
             if payload.get("state") not in STATES:
-                problems.append({"resource": "Status", "code": "custom", "field": "state",
-                                 "message": "state is not included in the list"})
+                problems.append(
+                    {
+                        "resource": "Status",
+                        "code": "custom",
+                        "field": "state",
+                        "message": "state is not included in the list",
+                    }
+                )
             if len(payload.get("description") or "") > 140:
-                problems.append({"resource": "Status", "code": "custom", "field": "description",
-                                 "message": "description is too long (maximum is 140 characters)"})
+                problems.append(
+                    {
+                        "resource": "Status",
+                        "code": "custom",
+                        "field": "description",
+                        "message": "description is too long (maximum is 140 characters)",
+                    }
+                )
             if not re.fullmatch(r"[0-9a-f]{40}", sha):
                 return error(422, f"No commit found for SHA: {sha}")
             if problems:
@@ -294,10 +362,16 @@ class FakeGitHub:
                 status_id = next(fake._ids)
                 status = {
                     "url": f"https://api.github.com/repos/{owner}/{repo}/statuses/{sha}",
-                    "avatar_url": None, "id": status_id, "node_id": f"SC_{status_id}",
-                    "state": payload["state"], "description": payload.get("description"),
-                    "target_url": payload.get("target_url"), "context": payload.get("context") or "default",
-                    "created_at": _now(), "updated_at": _now(), "creator": _user("tewatch[bot]", 41898282),
+                    "avatar_url": None,
+                    "id": status_id,
+                    "node_id": f"SC_{status_id}",
+                    "state": payload["state"],
+                    "description": payload.get("description"),
+                    "target_url": payload.get("target_url"),
+                    "context": payload.get("context") or "default",
+                    "created_at": _now(),
+                    "updated_at": _now(),
+                    "creator": _user("tewatch[bot]", 41898282),
                 }
                 fake.statuses.setdefault(sha, []).append(status)
             return JSONResponse(status, 201)

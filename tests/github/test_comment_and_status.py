@@ -14,8 +14,12 @@ H1, H2 = "a" * 40, "c" * 40
 
 
 def event(at: str, head: str = H1, **kwargs):
-    body = {"id": f"ev-{at}", "type": "pr.report", "created_at": f"2026-12-01T{at}+00:00",
-            "data": report_payload(12, head, **kwargs)}
+    body = {
+        "id": f"ev-{at}",
+        "type": "pr.report",
+        "created_at": f"2026-12-01T{at}+00:00",
+        "data": report_payload(12, head, **kwargs),
+    }
     return parse_report(json.dumps(body))
 
 
@@ -32,7 +36,9 @@ def test_a_gpu_section_is_replaced_and_the_other_gpus_kept():
     body = comment_body(body, event("10:01:00", regressions=1))
     body = comment_body(body, event("10:02:00", regressions=2))
     assert [(s.gpu_model, "2 regressions" in s.markdown) for s in sections(body)] == [
-        ("NVIDIA B200 (sm_100)", False), ("NVIDIA H200", True)]
+        ("NVIDIA B200 (sm_100)", False),
+        ("NVIDIA H200", True),
+    ]
 
 
 def test_a_late_older_report_changes_nothing():
@@ -53,17 +59,20 @@ def test_quotes_and_other_comments_are_not_ours():
     assert not is_ours(f"> {MARKER}\n> quoted") and not is_ours("") and not is_ours(None)
 
 
-@pytest.mark.parametrize(("counts", "state", "description"), [
-    ({"failures": 1}, "failure", "1 new correctness failure, 0 regressions against the merge base"),
-    ({"regressions": 3}, "failure", "0 new correctness failures, 3 regressions against the merge base"),
-    ({"improvements": 2}, "success", "no new correctness failure or regression; 2 improvements"),
-    ({}, "success", "no new correctness failure or regression"),
-])
+@pytest.mark.parametrize(
+    ("counts", "state", "description"),
+    [
+        ({"failures": 1}, "failure", "1 new correctness failure, 0 regressions against the merge base"),
+        ({"regressions": 3}, "failure", "0 new correctness failures, 3 regressions against the merge base"),
+        ({"improvements": 2}, "success", "no new correctness failure or regression; 2 improvements"),
+        ({}, "success", "no new correctness failure or regression"),
+    ],
+)
 def test_the_status_fails_on_a_new_correctness_failure_or_regression(counts, state, description):
     assert commit_state(event("10:00:00", **counts)) == (state, description)
     assert len(description) <= DESCRIPTION_CHARS
 
 
 def test_a_body_that_is_not_a_pr_report_is_refused():
-    with pytest.raises(ReportError, match="not a pr.report event: KeyError"):
+    with pytest.raises(ReportError, match=r"not a pr.report event: KeyError"):
         parse_report(json.dumps({"id": "x", "created_at": "2026-12-01T10:00:00+00:00", "data": {"n": 1}}))

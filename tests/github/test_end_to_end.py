@@ -25,9 +25,26 @@ def commit_of(results: Path) -> str:
 
 
 def upload(server, results: Path, *args: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "tewatch", "upload", str(results), "--url", server.url,
-                           "--token", server.token, "--repo", "acme/TransformerEngine", *args],
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tewatch",
+            "upload",
+            str(results),
+            "--url",
+            server.url,
+            "--token",
+            server.token,
+            "--repo",
+            "acme/TransformerEngine",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
 
@@ -45,17 +62,23 @@ def test_an_uploaded_pull_request_gets_one_comment_and_a_failing_status(tmp_path
     with FakeGitHub(token=TOKEN) as fake:
         fake.add_comment(PR, "Could someone run this on an H200?")
         fake.fail_next("POST", rf".*/statuses/{head}", 503)
-        env = {"TEWATCH_GITHUB_REPOSITORY": "acme/TransformerEngine", "TEWATCH_GITHUB_API_URL": fake.url,
-               "TEWATCH_GITHUB_TOKEN": TOKEN, "TEWATCH_WEBHOOK_POLL_SECONDS": "0.2",
-               "TEWATCH_WEBHOOK_BACKOFF_SECONDS": "0.2", "TEWATCH_PUBLIC_URL": "http://tewatch.example"}
+        env = {
+            "TEWATCH_GITHUB_REPOSITORY": "acme/TransformerEngine",
+            "TEWATCH_GITHUB_API_URL": fake.url,
+            "TEWATCH_GITHUB_TOKEN": TOKEN,
+            "TEWATCH_WEBHOOK_POLL_SECONDS": "0.2",
+            "TEWATCH_WEBHOOK_BACKOFF_SECONDS": "0.2",
+            "TEWATCH_PUBLIC_URL": "http://tewatch.example",
+        }
         with served_sqlite(tmp_path, env=env) as (server, _):
             upload(server, KEPT / "base-results", "--branch", "main")
             upload(server, KEPT / "head-results", "--pr", str(PR), "--base", base)
             assert wait_for(lambda: fake.commit_statuses(head)), "no commit status arrived"
             with server.client() as api:
                 [subscription] = [s for s in api.get("/api/v1/webhooks").json() if s["kind"] == "github"]
-                deliveries = api.get("/api/v1/webhooks/deliveries",
-                                     params={"subscription_id": subscription["id"]}).json()
+                deliveries = api.get(
+                    "/api/v1/webhooks/deliveries", params={"subscription_id": subscription["id"]}
+                ).json()
         [status] = fake.commit_statuses(head)
         assert status["state"] == "failure"
         assert status["context"] == "tewatch/NVIDIA H200"

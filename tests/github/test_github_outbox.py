@@ -38,8 +38,13 @@ def engine(db_url):
 
 def settings_for(fake: FakeGitHub, db_url: str, **github) -> Settings:
     github = github or {"github_token": TOKEN}
-    return Settings(database_url=db_url, github_repository=f"{fake.owner}/{fake.repo}", github_api_url=fake.url,
-                    **github, **FAST)
+    return Settings(
+        database_url=db_url,
+        github_repository=f"{fake.owner}/{fake.repo}",
+        github_api_url=fake.url,
+        **github,
+        **FAST,
+    )
 
 
 def worker_for(engine, settings: Settings) -> OutboxWorker:
@@ -52,8 +57,11 @@ def drain(worker: OutboxWorker, timeout: float = 60.0) -> None:
     while time.monotonic() < deadline:
         worker.run_once()
         with worker.sessions() as session:
-            pending = session.scalar(select(func.count()).select_from(WebhookDelivery)
-                                     .where(WebhookDelivery.status == DeliveryStatus.pending))
+            pending = session.scalar(
+                select(func.count())
+                .select_from(WebhookDelivery)
+                .where(WebhookDelivery.status == DeliveryStatus.pending)
+            )
         if not pending:
             return
         time.sleep(0.05)
@@ -109,7 +117,9 @@ def test_two_gpus_share_the_comment_and_a_new_head_replaces_both(engine, db_url)
         [comment] = ours(fake, 7)
         assert "PR #7 on NVIDIA B200" in comment["body"] and "PR #7 on NVIDIA H200" in comment["body"]
         assert {s["context"]: s["state"] for s in fake.commit_statuses(HEAD)} == {
-            "tewatch/NVIDIA H200": "failure", "tewatch/NVIDIA B200": "success"}
+            "tewatch/NVIDIA H200": "failure",
+            "tewatch/NVIDIA B200": "success",
+        }
         with Session(engine) as session, session.begin():
             emit_report(session, 7, NEXT_HEAD, gpu="NVIDIA H200")
         drain(worker)
@@ -121,8 +131,12 @@ def test_two_gpus_share_the_comment_and_a_new_head_replaces_both(engine, db_url)
 def test_a_comment_another_worker_created_at_the_same_time_is_the_one_kept(engine, db_url):
     with FakeGitHub(token=TOKEN) as fake:
         worker = worker_for(engine, settings_for(fake, db_url))
-        rival = comment_body(None, parse_report(event_body("rival", EventType.pr_report,
-                                                           report_payload(8, HEAD, gpu="NVIDIA B200"))))
+        rival = comment_body(
+            None,
+            parse_report(
+                event_body("rival", EventType.pr_report, report_payload(8, HEAD, gpu="NVIDIA B200"))
+            ),
+        )
 
         first = []
 
@@ -144,9 +158,16 @@ def test_a_5xx_and_a_secondary_rate_limit_are_retried_honouring_retry_after(engi
     with FakeGitHub(token=TOKEN) as fake:
         worker = worker_for(engine, settings_for(fake, db_url))
         fake.fail_next("POST", r".*/statuses/.*", 502)
-        fake.fail_next("GET", r".*/issues/9/comments", 403, {"message": SECONDARY_RATE_LIMIT,
-                       "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"},
-                       **{"retry-after": "2"})
+        fake.fail_next(
+            "GET",
+            r".*/issues/9/comments",
+            403,
+            {
+                "message": SECONDARY_RATE_LIMIT,
+                "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+            },
+            **{"retry-after": "2"},
+        )
         with Session(engine) as session, session.begin():
             emit_report(session, 9, HEAD, failures=1)
         drain(worker)
@@ -163,14 +184,23 @@ def test_a_5xx_and_a_secondary_rate_limit_are_retried_honouring_retry_after(engi
 
 def test_a_github_app_authenticates_with_an_installation_token(engine, db_url, tmp_path):
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
     (tmp_path / "app.pem").write_text(pem)
     with FakeGitHub(app_id="123456", app_public_key=public, installation_id=777) as fake:
-        settings = settings_for(fake, db_url, github_app_id="123456", github_app_installation_id=777,
-                                github_app_private_key_file=tmp_path / "app.pem")
+        settings = settings_for(
+            fake,
+            db_url,
+            github_app_id="123456",
+            github_app_installation_id=777,
+            github_app_private_key_file=tmp_path / "app.pem",
+        )
         worker = worker_for(engine, settings)
         for n in range(2):
             with Session(engine) as session, session.begin():
@@ -184,14 +214,22 @@ def test_a_github_app_authenticates_with_an_installation_token(engine, db_url, t
         assert repo_calls and all(r.headers["authorization"].startswith("token ghs_") for r in repo_calls)
 
 
-@pytest.mark.parametrize(("credentials", "repository", "error"), [
-    ({"github_token": "ghp_revoked"}, "acme/TransformerEngine", "HTTP 401 from GET "),
-    ({"github_token": TOKEN}, "acme/elsewhere", "HTTP 404 from GET /repos/acme/elsewhere/issues/5/comments"),
-])
+@pytest.mark.parametrize(
+    ("credentials", "repository", "error"),
+    [
+        ({"github_token": "ghp_revoked"}, "acme/TransformerEngine", "HTTP 401 from GET "),
+        (
+            {"github_token": TOKEN},
+            "acme/elsewhere",
+            "HTTP 404 from GET /repos/acme/elsewhere/issues/5/comments",
+        ),
+    ],
+)
 def test_answers_no_retry_can_fix_fail_the_delivery_at_once(engine, db_url, credentials, repository, error):
     with FakeGitHub(token=TOKEN) as fake:
-        settings = Settings(database_url=db_url, github_repository=repository, github_api_url=fake.url,
-                            **credentials, **FAST)
+        settings = Settings(
+            database_url=db_url, github_repository=repository, github_api_url=fake.url, **credentials, **FAST
+        )
         worker = worker_for(engine, settings)
         with Session(engine) as session, session.begin():
             emit_report(session, 5, HEAD, repo=repository)

@@ -21,8 +21,13 @@ CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 def test_a_folder_of_runs_is_detected_once_after_its_last_upload(tmp_path):
     results = django_results(tmp_path / "data", files=240)
     with served_sqlite(tmp_path) as (server, db_url):
-        done = subprocess.run([*CLI, "upload", str(results), "--url", server.url, "--token", server.token,
-                               "--branch", "main"], capture_output=True, text=True, timeout=600, check=False)
+        done = subprocess.run(
+            [*CLI, "upload", str(results), "--url", server.url, "--token", server.token, "--branch", "main"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.count(" created: ") == 240
         assert "detection after 240 runs: " in done.stderr

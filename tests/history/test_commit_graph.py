@@ -23,12 +23,18 @@ FAILING = "query_benchmarks.query_all.benchmark.QueryAll.time_query_all"
 
 
 def git(repository, *args: str, when: int | None = None) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.org"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+    }
     if when is not None:
         env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"@{when} +0000"
-    return subprocess.run(["git", "-C", str(repository), *args], capture_output=True, text=True, check=True,
-                          env=env).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repository), *args], capture_output=True, text=True, check=True, env=env
+    ).stdout.strip()
 
 
 def build_repository(path) -> list[str]:
@@ -62,8 +68,13 @@ def write_results(results, shas: list[str], dates: list[int]) -> None:
     data = json.loads(template.read_text())
     template.unlink()
     for i, (sha, date) in enumerate(zip(shas, dates, strict=True)):
-        one = {**data, "commit_hash": sha, "date": date * 1000, "env_name": "conda-py3.12",
-               "results": dict(data["results"])}
+        one = {
+            **data,
+            "commit_hash": sha,
+            "date": date * 1000,
+            "env_name": "conda-py3.12",
+            "results": dict(data["results"]),
+        }
         if i == len(shas) - 1:
             one["results"][FAILING] = [None, *data["results"][FAILING][1:]]
         (machine / f"{sha[:8]}-conda-py3.12.json").write_text(json.dumps(one))
@@ -72,7 +83,9 @@ def write_results(results, shas: list[str], dates: list[int]) -> None:
 def order(db_url: str) -> list[str]:
     engine = make_engine(db_url)
     with Session(engine) as session:
-        [history] = [h for h in branch_histories(session, "main", with_ratios=False) if h.info.benchmark == BENCHMARK]
+        [history] = [
+            h for h in branch_histories(session, "main", with_ratios=False) if h.info.benchmark == BENCHMARK
+        ]
     engine.dispose()
     return [p.sha for p in history.points]
 
@@ -84,12 +97,27 @@ def test_the_git_graph_orders_commits_whose_dates_do_not(tmp_path):
     dates[-1] = 1_700_000_000  # the newest commit carries the oldest date
     write_results(results, shas, dates)
     with served_sqlite(tmp_path) as (server, db_url):
-        upload = [*CLI, "upload", str(results), "--url", server.url, "--token", server.token, "--branch", "main"]
+        upload = [
+            *CLI,
+            "upload",
+            str(results),
+            "--url",
+            server.url,
+            "--token",
+            server.token,
+            "--branch",
+            "main",
+        ]
         assert subprocess.run(upload, capture_output=True, text=True, timeout=300).returncode == 0
         by_date = order(db_url)
         assert by_date[0] == shas[-1] and by_date != shas
-        done = subprocess.run([*CLI, "commits", str(tmp_path / "repo"), "--url", server.url, "--token", server.token],
-                              capture_output=True, text=True, timeout=300, check=False)
+        done = subprocess.run(
+            [*CLI, "commits", str(tmp_path / "repo"), "--url", server.url, "--token", server.token],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "sent 9 commits; 9 stored commits now follow the graph"
         by_graph = order(db_url)
@@ -97,8 +125,10 @@ def test_the_git_graph_orders_commits_whose_dates_do_not(tmp_path):
         with engine.connect() as conn:
             latest = {r["case_name"]: (r["status"], r["commit_sha"]) for r in queries.latest_verdicts(conn)}
         engine.dispose()
-    parents = {line.split()[0]: line.split()[1:] for line in
-               git(tmp_path / "repo", "log", "--format=%H %P", "main").splitlines()}
+    parents = {
+        line.split()[0]: line.split()[1:]
+        for line in git(tmp_path / "repo", "log", "--format=%H %P", "main").splitlines()
+    }
     place = {sha: i for i, sha in enumerate(by_graph)}
     assert sorted(by_graph) == sorted(shas)
     assert all(place[p] < place[c] for c, ps in parents.items() for p in ps)
@@ -112,6 +142,10 @@ def test_a_graph_that_lists_a_commit_twice_or_a_child_first_is_refused_and_store
     with served_sqlite(tmp_path) as (server, _), server.client() as client:
         twice = client.post("/api/v1/commits/graph", json={"commits": [["abcd", 1, []], ["abcd", 1, []]]})
         assert twice.status_code == 422 and "listed twice" in twice.text
-        child_first = client.post("/api/v1/commits/graph", json={"commits": [["beef", 2, ["abcd"]], ["abcd", 1, []]]})
+        child_first = client.post(
+            "/api/v1/commits/graph", json={"commits": [["beef", 2, ["abcd"]], ["abcd", 1, []]]}
+        )
         assert child_first.status_code == 422 and "parents first" in child_first.text
-        assert client.post("/api/v1/commits/graph", json={"commits": [["abcd", 1, []]]}).json()["commits"] == 1
+        assert (
+            client.post("/api/v1/commits/graph", json={"commits": [["abcd", 1, []]]}).json()["commits"] == 1
+        )

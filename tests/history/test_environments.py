@@ -33,9 +33,13 @@ def test_each_asv_environment_has_its_own_series(tmp_path, db_url):
         name = "form_benchmarks.form_clean.benchmark.FormClean.time_form_clean"
         rows = session.execute(
             select(Case.environment, Run.asv_env_name, func.count())
-            .select_from(Result).join(Series, Series.id == Result.series_id).join(Case, Case.id == Series.case_id)
-            .join(Benchmark, Benchmark.id == Series.benchmark_id).join(Run, Run.id == Result.run_id)
-            .where(Benchmark.name == name).group_by(Case.environment, Run.asv_env_name)
+            .select_from(Result)
+            .join(Series, Series.id == Result.series_id)
+            .join(Case, Case.id == Series.case_id)
+            .join(Benchmark, Benchmark.id == Series.benchmark_id)
+            .join(Run, Run.id == Result.run_id)
+            .where(Benchmark.name == name)
+            .group_by(Case.environment, Run.asv_env_name)
         ).all()
     with engine.connect() as conn:  # the API's cases say which environment they are
         assert {r["environment"] for r in queries.latest_verdicts(conn)} == set(environments)
@@ -53,6 +57,11 @@ def test_cases_of_an_existing_environment_keep_their_fingerprint(db_url):
     engine.dispose()
     assert cases and {c.environment for c in cases} == {""}
     for case in cases:
-        assert case.fingerprint == digest_of({"case": case.case_name, "params": case.params,
-                                              "gpu_model": case.gpu_model,
-                                              "compute_capability": case.compute_capability})
+        assert case.fingerprint == digest_of(
+            {
+                "case": case.case_name,
+                "params": case.params,
+                "gpu_model": case.gpu_model,
+                "compute_capability": case.compute_capability,
+            }
+        )

@@ -21,14 +21,20 @@ def test_a_batch_uploaded_out_of_commit_order_is_replayed_in_commit_order(db_url
     with Session(engine) as session, session.begin():
         history = StoreHistory(session)
         order = list(range(60))[::-1]  # newest commit uploaded first
-        ids = [history.add_run(f"{i:040x}", 1e-3 * (1.10 if i >= 40 else 1.0), statuses[i], at=i).id for i in order]
+        ids = [
+            history.add_run(f"{i:040x}", 1e-3 * (1.10 if i >= 40 else 1.0), statuses[i], at=i).id
+            for i in order
+        ]
     summary = detect_after_uploads(engine, ids, URL)
     assert (summary.correctness_alerts, summary.resolved_alerts) == (1, 1)
     assert (summary.change_points, summary.new_regressions) == (1, 1)
     with Session(engine) as session:
         correctness, regression = sorted(session.scalars(select(Alert)).all(), key=lambda a: a.kind.value)
         [detection] = session.scalars(select(Detection)).all()
-        assert correctness.status == AlertStatus.resolved and correctness.details["fixed_by_commit"] == f"{25:040x}"
+        assert (
+            correctness.status == AlertStatus.resolved
+            and correctness.details["fixed_by_commit"] == f"{25:040x}"
+        )
         assert correctness.details["previous"] == "pass"
         assert regression.status == AlertStatus.open
         assert session.get(Commit, detection.commit_id).sha == f"{40:040x}"

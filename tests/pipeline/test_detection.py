@@ -30,8 +30,12 @@ URL = "https://tewatch.example"
 def engine(db_url):
     engine = make_engine(db_url)
     with Session(engine) as session, session.begin():
-        add_subscription(session, "http://127.0.0.1:9/hook", "a-secret-of-enough-length",
-                         ["regression.detected", "correctness.failed", "pr.report"])
+        add_subscription(
+            session,
+            "http://127.0.0.1:9/hook",
+            "a-secret-of-enough-length",
+            ["regression.detected", "correctness.failed", "pr.report"],
+        )
     yield engine
     engine.dispose()
 
@@ -67,8 +71,12 @@ def test_a_shift_at_a_driver_upgrade_is_labelled_an_environment_shift(engine):
     with Session(engine) as session, session.begin():
         history = StoreHistory(session)
         for i in range(60):
-            history.add_run(f"{i:040x}", 1e-3 * (0.9 if i >= 30 else 1.0), VerdictStatus.passed,
-                            driver="590.2" if i >= 30 else "580.1")
+            history.add_run(
+                f"{i:040x}",
+                1e-3 * (0.9 if i >= 30 else 1.0),
+                VerdictStatus.passed,
+                driver="590.2" if i >= 30 else "580.1",
+            )
     detect_branch(engine, "main", URL)
     with Session(engine) as session:
         [detection] = session.scalars(select(Detection)).all()
@@ -79,8 +87,12 @@ def test_a_shift_at_a_driver_upgrade_is_labelled_an_environment_shift(engine):
 def test_correctness_alert_when_a_case_leaves_pass_and_resolution_when_it_returns(engine):
     with Session(engine) as session, session.begin():
         history = StoreHistory(session)
-        ids = [history.add_run(f"{i:040x}", 1e-3, status).id for i, status in enumerate(
-            [VerdictStatus.passed] * 3 + [VerdictStatus.error] * 2 + [VerdictStatus.passed])]
+        ids = [
+            history.add_run(f"{i:040x}", 1e-3, status).id
+            for i, status in enumerate(
+                [VerdictStatus.passed] * 3 + [VerdictStatus.error] * 2 + [VerdictStatus.passed]
+            )
+        ]
     assert detect_after_upload(engine, ids[3], URL).correctness_alerts == 1
     assert detect_after_upload(engine, ids[4], URL).correctness_alerts == 0  # still failing: same alert
     assert detect_after_upload(engine, ids[5], URL).resolved_alerts == 1
@@ -101,7 +113,9 @@ def test_pull_request_against_merge_base_on_samples(engine):
         history = StoreHistory(session)
         for i in range(30):
             history.add_run(f"{i:040x}", 1e-3, VerdictStatus.passed)
-        head_id = history.add_run("f" * 40, 1.2e-3, VerdictStatus.error, pr_number=3626, merge_base=f"{29:040x}").id
+        head_id = history.add_run(
+            "f" * 40, 1.2e-3, VerdictStatus.error, pr_number=3626, merge_base=f"{29:040x}"
+        ).id
     summary = detect_after_upload(engine, head_id, URL)
     assert summary.comparisons == {"regression": 1} and summary.correctness_alerts == 1
     with Session(engine) as session:
@@ -122,8 +136,9 @@ def test_pull_request_is_compared_with_the_merge_base_on_its_own_machine_where_t
         history = StoreHistory(session)
         history.add_run("a" * 40, 1e-3, VerdictStatus.passed, driver="580.1")
         history.add_run("a" * 40, 1.2e-3, VerdictStatus.passed, driver="590.2")
-        head_id = history.add_run("f" * 40, 1.2e-3, VerdictStatus.passed, driver="590.2", pr_number=7,
-                                  merge_base="a" * 40).id
+        head_id = history.add_run(
+            "f" * 40, 1.2e-3, VerdictStatus.passed, driver="590.2", pr_number=7, merge_base="a" * 40
+        ).id
     assert detect_after_upload(engine, head_id, URL).comparisons == {"inconclusive": 1}
     with Session(engine) as session:
         [comparison] = session.scalars(select(PrComparison)).all()
@@ -135,7 +150,9 @@ def test_a_pull_request_that_makes_a_failing_case_pass_reports_it_as_fixed(engin
         history = StoreHistory(session)
         first = history.add_run(f"{0:040x}", 1e-3, VerdictStatus.passed).id
         ids = [history.add_run(f"{i:040x}", 1e-3, VerdictStatus.error).id for i in range(1, 30)]
-        head_id = history.add_run("f" * 40, 1e-3, VerdictStatus.passed, pr_number=3700, merge_base=f"{29:040x}").id
+        head_id = history.add_run(
+            "f" * 40, 1e-3, VerdictStatus.passed, pr_number=3700, merge_base=f"{29:040x}"
+        ).id
         case_id = history.case.id
     assert detect_after_upload(engine, first, URL).correctness_alerts == 0
     assert detect_after_upload(engine, ids[0], URL).correctness_alerts == 1  # open on main
@@ -150,7 +167,9 @@ def test_a_pull_request_that_makes_a_failing_case_pass_reports_it_as_fixed(engin
     [fixed] = report["fixed"]
     assert fixed["case"] == "gemm.Gemm(recipe=nvfp4)" and fixed["case_id"] == case_id
     assert fixed["gpu_model"] == "NVIDIA H200" and fixed["previous"] == "error" and fixed["status"] == "pass"
-    assert fixed["exception_class"] == "RuntimeError" and fixed["message"] == "shape '[2, 2, 1024]' is invalid"
+    assert (
+        fixed["exception_class"] == "RuntimeError" and fixed["message"] == "shape '[2, 2, 1024]' is invalid"
+    )
     assert fixed["previous_detail"] == "compiled_vs_eager: RuntimeError: shape '[2, 2, 1024]' is invalid"
     assert fixed["base_run_id"] == ids[-1] and fixed["open_alert_ids"] == [alert.id]
     assert fixed["links"]["case"] == f"{URL}/case/{case_id}"

@@ -71,12 +71,25 @@ def test_a_run_landing_while_detection_computes_is_in_what_it_stores(engine):
             return
         with write_session(engine) as session:
             commit = Commit(sha=f"{RUNS:040x}", branch="main", committed_at=START + timedelta(hours=RUNS))
-            run = Run(digest="landed", machine_id=machine_id, environment_id=environment_id, commit=commit,
-                      branch="main", started_at=START + timedelta(hours=RUNS))
+            run = Run(
+                digest="landed",
+                machine_id=machine_id,
+                environment_id=environment_id,
+                commit=commit,
+                branch="main",
+                started_at=START + timedelta(hours=RUNS),
+            )
             session.add(run)
             session.flush()
-            session.add(Result(run_id=run.id, series_id=series_id, status=ResultStatus.ok, value=1.1e-3,
-                               samples=[1.1e-3] * 30))
+            session.add(
+                Result(
+                    run_id=run.id,
+                    series_id=series_id,
+                    status=ResultStatus.ok,
+                    value=1.1e-3,
+                    samples=[1.1e-3] * 30,
+                )
+            )
         landed.append(run.id)
 
     summary = detect_branch(engine, "main", URL, progress=land_a_run)

@@ -63,7 +63,7 @@ def _param_repr(data: dict) -> None:
 
 def _rename_benchmark(data: dict) -> None:
     """Both files name the benchmark: applied to the results file and to benchmarks.json."""
-    table = data["results"] if "results" in data else data
+    table = data.get("results", data)
     table[SENTINEL] = table.pop("ops.track_share")
 
 

@@ -67,11 +67,17 @@ def test_db_upgrade_current_and_reparse(live_server):
 def test_upload_line_says_which_counts_are_asv_results_and_which_verdicts():
     from tewatch.cli.upload import _stored_line
 
-    body = {"run_id": 5, "created": True, "results": {"ok": 200, "failed": 9, "skipped": 3},
-            "verdicts": {"error": 9, "fail_accuracy": 2, "pass": 189, "unsupported": 12}}
+    body = {
+        "run_id": 5,
+        "created": True,
+        "results": {"ok": 200, "failed": 9, "skipped": 3},
+        "verdicts": {"error": 9, "fail_accuracy": 2, "pass": 189, "unsupported": 12},
+    }
     line = _stored_line("f7d8c16d.json", body)
-    assert line == ("run 5 created: f7d8c16d.json (asv results: 200 measured, 9 failed to run, 3 skipped; "
-                    "case verdicts: 189 pass, 2 fail_accuracy, 9 error, 12 unsupported)")
+    assert line == (
+        "run 5 created: f7d8c16d.json (asv results: 200 measured, 9 failed to run, 3 skipped; "
+        "case verdicts: 189 pass, 2 fail_accuracy, 9 error, 12 unsupported)"
+    )
     assert line.count("failed") == 1, "one word for one thing"
     empty = _stored_line("x.json", {"run_id": 6, "created": False, "results": {}, "verdicts": {}})
     assert empty == "run 6 already stored: x.json (asv results: none; case verdicts: none)"

@@ -204,7 +204,9 @@ def hostile_integers() -> st.SearchStrategy[str]:
     return st.one_of(
         hostile.huge_ints().filter(lambda digits: len(digits) < 1000),
         st.integers(-(2**31) - 10, -(2**31)).map(str),
-        st.sampled_from(["2147483647", "2147483648", "9223372036854775807", "-1", "0", "²", "١٢", "1e3", "+7"]),
+        st.sampled_from(
+            ["2147483647", "2147483648", "9223372036854775807", "-1", "0", "²", "١٢", "1e3", "+7"]
+        ),
     )
 
 
@@ -322,7 +324,9 @@ def test_every_page_reads_after_the_hostile_uploads(store):
             answer = client.get(url)
             FIVE_XX[("page_read_after", backend_of(server))] += answer.status_code >= 500
             assert answer.status_code < 500, f"{url}: {answer.text[:300]}"
-            assert answer.status_code == 200 or url.endswith("prs/7/comparisons"), f"{url}: {answer.status_code}"
+            assert answer.status_code == 200 or url.endswith("prs/7/comparisons"), (
+                f"{url}: {answer.status_code}"
+            )
 
 
 def test_an_infinite_value_stored_by_an_older_version_reads_as_a_gap(store):
@@ -332,7 +336,9 @@ def test_an_infinite_value_stored_by_an_older_version_reads_as_a_gap(store):
         result_id, series_id, run_id, value = conn.execute(
             text("SELECT id, series_id, run_id, value FROM results WHERE status = 'ok' ORDER BY id LIMIT 1")
         ).one()
-        conn.execute(text("UPDATE results SET value = :inf WHERE id = :id"), {"inf": float("inf"), "id": result_id})
+        conn.execute(
+            text("UPDATE results SET value = :inf WHERE id = :id"), {"inf": float("inf"), "id": result_id}
+        )
     try:
         with server.client() as client:
             answer = client.get(f"/series/{series_id}/points.json", params={"last": "all"})

@@ -127,14 +127,19 @@ def test_a_combination_asv_skips_without_a_record_is_no_case_and_hides_no_later_
     upgrade(url)
     load_results(url, FIXTURES / "h200-quick", "main")
     engine = create_engine(url)
-    query = text("SELECT count(*) FROM cases WHERE case_name = 'distributed.LinearTensorParallel' "
-                 "AND world_size = 2 AND json_extract(params, '$.sequence_parallel') = 0")
+    query = text(
+        "SELECT count(*) FROM cases WHERE case_name = 'distributed.LinearTensorParallel' "
+        "AND world_size = 2 AND json_extract(params, '$.sequence_parallel') = 0"
+    )
     with engine.connect() as conn:
         assert conn.execute(query).scalar_one() == 0
     load_results(url, FIXTURES / "h200x2-distributed-compiled", "main")
     with engine.connect() as conn:
-        ranks = conn.execute(text(
-            "SELECT rank, labels FROM cases WHERE case_name = 'distributed.LinearTensorParallel' "
-            "AND world_size = 2 AND json_extract(params, '$.sequence_parallel') = 0")).all()
+        ranks = conn.execute(
+            text(
+                "SELECT rank, labels FROM cases WHERE case_name = 'distributed.LinearTensorParallel' "
+                "AND world_size = 2 AND json_extract(params, '$.sequence_parallel') = 0"
+            )
+        ).all()
     engine.dispose()
     assert len(ranks) == 8 and all(rank == 3 for rank, _ in ranks)

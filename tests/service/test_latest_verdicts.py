@@ -91,9 +91,12 @@ def test_a_backfilled_older_commit_leaves_the_newest_commit_latest(db_url):
 
     engine = make_engine(db_url)
     try:
-        newest = ingest_bundle(engine, bundle_of(tiny_run(0), branch="main",
-                                                 commit_date=datetime(2026, 11, 30, tzinfo=UTC))).run_id
-        ingest_bundle(engine, bundle_of(tiny_run(1), branch="main", commit_date=datetime(2024, 1, 1, tzinfo=UTC)))
+        newest = ingest_bundle(
+            engine, bundle_of(tiny_run(0), branch="main", commit_date=datetime(2026, 11, 30, tzinfo=UTC))
+        ).run_id
+        ingest_bundle(
+            engine, bundle_of(tiny_run(1), branch="main", commit_date=datetime(2024, 1, 1, tzinfo=UTC))
+        )
         with engine.connect() as conn:
             for scope in (None, "main"):
                 assert {r["run_id"] for r in queries.latest_verdicts(conn, branch=scope)} == {newest}

@@ -133,11 +133,15 @@ def test_run_results_page_with_labels_samples_verdicts_and_gpu_state(live_server
         sampled = [row for row in ok if row["samples"]]
         assert len(ok) == 7 and sampled
         assert all(min(row["samples"]) <= row["value"] <= max(row["samples"]) for row in sampled)
-        compile_failure = next(r for r in page["items"] if r["case_name"] == "ops.Compile" and r["status"] == "failed")
+        compile_failure = next(
+            r for r in page["items"] if r["case_name"] == "ops.Compile" and r["status"] == "failed"
+        )
         assert compile_failure["verdict"] == "error" and compile_failure["exception_class"]
         assert all(isinstance(row["gpu_state"], dict) for row in page["items"])
-        pages = [client.get(f"/api/v1/runs/{base}/results", params={"limit": 5, "offset": offset}).json()
-                 for offset in (0, 5, 10)]
+        pages = [
+            client.get(f"/api/v1/runs/{base}/results", params={"limit": 5, "offset": offset}).json()
+            for offset in (0, 5, 10)
+        ]
         assert [len(p["items"]) for p in pages] == [5, 5, 4]
         assert [r["series_id"] for p in pages for r in p["items"]] == [r["series_id"] for r in page["items"]]
         bare = client.get(f"/api/v1/runs/{base}/results", params={"samples": False}).json()["items"]
@@ -149,7 +153,9 @@ def test_series_points_carry_machine_te_version_and_gpu_state(live_server, two_r
     with live_server.client(token=None) as client:
         case = client.get("/api/v1/cases", params={"case": "ops.Scale"}).json()["items"][0]
         points = client.get(f"/api/v1/series/{case['series'][0]['id']}").json()["points"]
-        assert points and all(p["machine_name"] == "tiny-cpu" and p["te_version"] == "" for p in points)  # no TE
+        assert points and all(
+            p["machine_name"] == "tiny-cpu" and p["te_version"] == "" for p in points
+        )  # no TE
         assert all(isinstance(p["gpu_state"], dict) for p in points)
 
 

@@ -35,7 +35,9 @@ def run_quickstart(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     (bin_dir / "python3").chmod(0o755)
     return subprocess.run(
         ["bash", str(tmp_path / "scripts" / "quickstart.sh"), "--no-run-suites", "--port", "8123"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "QUICKSTART_HEARTBEAT_S": "1", **env},
     )
 
@@ -45,19 +47,25 @@ def test_every_step_says_when_it_starts_while_it_runs_and_how_long_it_took(tmp_p
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     starts = [line for line in lines if line.endswith(" ...")]
-    assert starts == ["quickstart: creating .venv ...",
-                      "quickstart: installing torch 2.13.0 (a large download on a first run) ...",
-                      "quickstart: installing tewatch and the suites' packages (asv, asv_runner, nvidia-ml-py) ..."]
+    assert starts == [
+        "quickstart: creating .venv ...",
+        "quickstart: installing torch 2.13.0 (a large download on a first run) ...",
+        "quickstart: installing tewatch and the suites' packages (asv, asv_runner, nvidia-ml-py) ...",
+    ]
     ends = [re.fullmatch(r"quickstart: (.*): done in (\d+) s", line) for line in lines]
     took = {m.group(1): int(m.group(2)) for m in ends if m}
     assert list(took) == [line.removeprefix("quickstart: ").removesuffix(" ...") for line in starts]
     assert took["installing torch 2.13.0 (a large download on a first run)"] >= 2
     still = [line for line in lines if line.startswith("quickstart:   still installing torch")]
     assert still and re.search(r", \d+ s so far$", still[0]), "the slow pip step went silent"
-    assert not [line for line in lines if "still" in line and "tewatch and" in line], "a heartbeat outlived its step"
+    assert not [line for line in lines if "still" in line and "tewatch and" in line], (
+        "a heartbeat outlived its step"
+    )
     assert lines[-1] == "tewatch demo --no-run-suites --port 8123"
-    assert (tmp_path / "pip.log").read_text().splitlines() == ["pip install -q torch==2.13.0",
-                                                              "pip install -q -e .[suites]"]
+    assert (tmp_path / "pip.log").read_text().splitlines() == [
+        "pip install -q torch==2.13.0",
+        "pip install -q -e .[suites]",
+    ]
 
 
 def test_a_failing_step_says_so_and_stops(tmp_path):

@@ -27,8 +27,14 @@ def bomb_parts(*sizes: int) -> dict[str, list[tuple[str, bytes]]]:
     parts["result"][0] = (name, json.dumps(results).encode())
     name, content = parts["benchmarks"][0]
     benchmarks = json.loads(content)
-    benchmarks[BOMB] = {"name": BOMB, "param_names": [chr(97 + i) for i in range(len(sizes))], "params": params,
-                        "type": "track", "unit": "seconds", "version": "1"}
+    benchmarks[BOMB] = {
+        "name": BOMB,
+        "param_names": [chr(97 + i) for i in range(len(sizes))],
+        "params": params,
+        "type": "track",
+        "unit": "seconds",
+        "version": "1",
+    }
     parts["benchmarks"][0] = (name, json.dumps(benchmarks).encode())
     return parts
 
@@ -41,7 +47,9 @@ def test_two_lists_of_200_values_are_refused_naming_the_case_limit(live_server):
         answer = post_run(client, parts, branch="bomb")
     assert answer.status_code == 413, answer.text
     detail = answer.json()["detail"]
-    assert "40,0" in detail and "cases" in detail and "10,000" in detail and "TEWATCH_MAX_UPLOAD_CASES" in detail
+    assert (
+        "40,0" in detail and "cases" in detail and "10,000" in detail and "TEWATCH_MAX_UPLOAD_CASES" in detail
+    )
     assert live_server.counts() == before
 
 
@@ -59,8 +67,9 @@ def test_a_product_of_a_billion_is_refused_before_it_is_expanded(live_server):
     assert live_server.counts() == before
 
 
-@pytest.mark.parametrize("setting, word", [("TEWATCH_MAX_UPLOAD_RESULTS", "results"),
-                                           ("TEWATCH_MAX_UPLOAD_CASES", "cases")])
+@pytest.mark.parametrize(
+    "setting, word", [("TEWATCH_MAX_UPLOAD_RESULTS", "results"), ("TEWATCH_MAX_UPLOAD_CASES", "cases")]
+)
 def test_the_limits_are_settings(db_url, tmp_path, monkeypatch, setting, word):
     monkeypatch.setenv(setting, "3")
     monkeypatch.setenv("TEWATCH_WEBHOOK_WORKER", "false")
@@ -82,8 +91,10 @@ def test_an_upload_at_the_bounds_is_accepted_and_one_past_them_is_not():
     plan = build_plan(bundle)
     exact = UploadBounds(results=len(plan.results), cases=len(plan.cases))
     assert len(build_plan(bundle, exact).results) == len(plan.results)
-    for bounds, word in [(UploadBounds(len(plan.results) - 1, len(plan.cases)), "results"),
-                         (UploadBounds(len(plan.results), len(plan.cases) - 1), "cases")]:
+    for bounds, word in [
+        (UploadBounds(len(plan.results) - 1, len(plan.cases)), "results"),
+        (UploadBounds(len(plan.results), len(plan.cases) - 1), "cases"),
+    ]:
         with pytest.raises(IngestError) as refused:
             build_plan(bundle, bounds)
         assert refused.value.status_code == 413 and word in refused.value.message

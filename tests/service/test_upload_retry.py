@@ -55,8 +55,11 @@ class FlakyProxy:
                     action = proxy.always or (proxy.script[n] if n < len(proxy.script) else "pass")
                     proxy.posts.append(action)
                 if action in ("503", "429"):
-                    self._answer(int(action), {"detail": f"proxy says {action}"},
-                                 {"Retry-After": "0"} if action == "429" else {})
+                    self._answer(
+                        int(action),
+                        {"detail": f"proxy says {action}"},
+                        {"Retry-After": "0"} if action == "429" else {},
+                    )
                 elif action == "drop-before":
                     self.close_connection = True
                 elif action == "drop-after":
@@ -77,7 +80,9 @@ class FlakyProxy:
 
             def _forward(self, body: bytes) -> None:
                 answer = proxy.send(self.command, self.path, self.headers, body)
-                self._answer(answer.status_code, answer.content, {"Content-Type": answer.headers["content-type"]})
+                self._answer(
+                    answer.status_code, answer.content, {"Content-Type": answer.headers["content-type"]}
+                )
 
             def _answer(self, status: int, body, headers: dict[str, str]) -> None:
                 content = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -118,8 +123,13 @@ def proxy(service) -> Iterator[FlakyProxy]:
 
 
 def upload(proxy: FlakyProxy, token: str, *options: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "upload", str(TINY), "--url", proxy.url, "--token", token, "--branch", "retry",
-                           *options], capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [*CLI, "upload", str(TINY), "--url", proxy.url, "--token", token, "--branch", "retry", *options],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_failed_tries_are_retried_and_the_upload_lands_exactly_once(service, proxy):

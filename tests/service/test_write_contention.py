@@ -143,11 +143,17 @@ def test_uploads_acknowledgements_and_detection_at_once(server):
             while time.monotonic() < deadline:
                 open_ids = [a["id"] for a in client.get("/api/v1/alerts", params={"status": "open"}).json()]
                 for alert_id in open_ids:
-                    answer = client.post(f"/api/v1/alerts/{alert_id}/status",
-                                         json={"status": "acknowledged", "actor": "oncall"})
+                    answer = client.post(
+                        f"/api/v1/alerts/{alert_id}/status",
+                        json={"status": "acknowledged", "actor": "oncall"},
+                    )
                     if answers.note("acknowledge", answer) == 200:
                         acknowledged.add(alert_id)
-                if uploads_done.is_set() and not open_ids and len(acknowledged) >= UPLOADS * FAILING_CASES_PER_UPLOAD:
+                if (
+                    uploads_done.is_set()
+                    and not open_ids
+                    and len(acknowledged) >= UPLOADS * FAILING_CASES_PER_UPLOAD
+                ):
                     return
                 time.sleep(0.05)
 
@@ -179,10 +185,15 @@ def test_an_acknowledgement_waiting_for_another_writer_gets_its_turn(server):
     """The acknowledgement reads its alert while another writer holds the lock, then that writer commits:
     a transaction that began deferred would now fail at once (its snapshot is stale); one that takes
     the lock as it begins waits for its turn."""
-    first, second = seed_alert(server.db_url, "regression:first"), seed_alert(server.db_url, "regression:second")
+    first, second = (
+        seed_alert(server.db_url, "regression:first"),
+        seed_alert(server.db_url, "regression:second"),
+    )
     with server.client() as client, ThreadPoolExecutor(max_workers=1) as pool:
         with write_lock_held(server.db_url, commit=True) as conn:
-            pending = pool.submit(client.post, f"/api/v1/alerts/{first}/status", json={"status": "acknowledged"})
+            pending = pool.submit(
+                client.post, f"/api/v1/alerts/{first}/status", json={"status": "acknowledged"}
+            )
             time.sleep(1)  # time for the request to reach its read (the assertions hold either way)
             conn.execute(f"UPDATE alerts SET title = 'rht slower' WHERE id = {second}")
         answer = pending.result()

@@ -71,14 +71,12 @@ def test_the_turn_passes_on_after_a_rollback_an_exception_or_a_lost_connection(d
     with write_connection(engine):
         assert turn_taken(path)
     assert not turn_taken(path)
-    with pytest.raises(RuntimeError):
-        with write_connection(engine):
-            raise RuntimeError("the writer fails")
+    with pytest.raises(RuntimeError), write_connection(engine):
+        raise RuntimeError("the writer fails")
     assert not turn_taken(path)
-    with pytest.raises(RuntimeError):
-        with write_session(engine) as session:
-            session.execute(text("UPDATE counter SET n = 100 WHERE id = 1"))
-            raise RuntimeError("the writer fails")
+    with pytest.raises(RuntimeError), write_session(engine) as session:
+        session.execute(text("UPDATE counter SET n = 100 WHERE id = 1"))
+        raise RuntimeError("the writer fails")
     assert not turn_taken(path)
     lost = engine.connect()
     lost.execution_options(tewatch_write=True).begin()

@@ -19,11 +19,33 @@ BASE, HEAD = "ab00000000000000000000000000000000000001", "ab00000000000000000000
 
 
 @pytest.fixture(scope="module")
-def ab_run(project: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
+def ab_run(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[subprocess.CompletedProcess, Path]:
     home, results = tmp_path_factory.mktemp("home"), tmp_path_factory.mktemp("ab")
-    command, env = _runner(project, home, "--profile", "ci", "--backends", "torch-ref", "--bench", BENCH,
-                           "--machine", "ci-cpu", "--results-dir", str(results), "--commit", BASE, "--ab",
-                           "--rounds", "2", "--head-commit", HEAD, "--head-env", "TEWATCH_PERTURB=torchref-slow-quantize")
+    command, env = _runner(
+        project,
+        home,
+        "--profile",
+        "ci",
+        "--backends",
+        "torch-ref",
+        "--bench",
+        BENCH,
+        "--machine",
+        "ci-cpu",
+        "--results-dir",
+        str(results),
+        "--commit",
+        BASE,
+        "--ab",
+        "--rounds",
+        "2",
+        "--head-commit",
+        HEAD,
+        "--head-env",
+        "TEWATCH_PERTURB=torchref-slow-quantize",
+    )
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900), results
 
 
@@ -64,9 +86,27 @@ def test_the_service_pairs_the_rounds_of_a_pull_request(ab_run, tmp_path) -> Non
     proc, results = ab_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     with served_sqlite(tmp_path) as (server, _):
-        for side, extra in (("base", ["--branch", "main"]), ("head", ["--branch", "pr-9", "--pr", "9", "--base", BASE])):
-            done = subprocess.run([sys.executable, "-m", "tewatch", "upload", str(results / side), "--url", server.url,
-                                   "--token", server.token, *extra], capture_output=True, text=True, timeout=120)
+        for side, extra in (
+            ("base", ["--branch", "main"]),
+            ("head", ["--branch", "pr-9", "--pr", "9", "--base", BASE]),
+        ):
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "tewatch",
+                    "upload",
+                    str(results / side),
+                    "--url",
+                    server.url,
+                    "--token",
+                    server.token,
+                    *extra,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert done.returncode == 0, done.stderr
         with server.client() as client:
             for _ in range(100):

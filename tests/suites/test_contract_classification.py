@@ -30,9 +30,11 @@ def h200_capabilities(monkeypatch):
 
 
 def test_a_kernel_the_gpu_lacks_makes_the_round_trip_unsupported() -> None:
-    refused = RuntimeError("dequantize.cuh:46 in function dequantize_helper: MXFP8 Dequantization is NOT "
-                           "supported by architectures < 10.0")
-    with pytest.raises(Unsupported, match="10.0 or higher required for MXFP8"):
+    refused = RuntimeError(
+        "dequantize.cuh:46 in function dequantize_helper: MXFP8 Dequantization is NOT "
+        "supported by architectures < 10.0"
+    )
+    with pytest.raises(Unsupported, match=r"10.0 or higher required for MXFP8"):
         contracts._dequantize_or_unsupported("mxfp8", RefusingTensor(refused))
 
 

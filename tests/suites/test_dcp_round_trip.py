@@ -48,8 +48,9 @@ def test_a_module_that_loads_back_whole_passes_every_step(tmp_path: Path) -> Non
 
 
 def test_lost_extra_state_fails_the_buffers_and_the_forward_pass(tmp_path: Path) -> None:
-    checks = dcp_round_trip(WithExtraState(1), WithExtraState(2, keeps_extra_state=False), tmp_path, _buffers,
-                            _forward)
+    checks = dcp_round_trip(
+        WithExtraState(1), WithExtraState(2, keeps_extra_state=False), tmp_path, _buffers, _forward
+    )
     by_name = {c.check: c for c in checks}
     assert by_name["dcp_buffers"].status == "fail_accuracy"
     assert by_name["dcp_buffers"].details == {"differing": ["_extra_state"]}

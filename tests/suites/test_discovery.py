@@ -21,8 +21,15 @@ print(json.dumps({b.name: [b.param_names, b.params, b.unit] for b in disc_benchm
 
 def discover(profile: str, backends: str = "") -> dict:
     env = dict(os.environ, TEWATCH_PROFILE=profile, TEWATCH_BACKENDS=backends)
-    out = subprocess.run([sys.executable, "-c", DISCOVER], cwd=REPO, env=env, capture_output=True, text=True,
-                         check=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", DISCOVER],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -51,12 +58,21 @@ def test_full_profile_has_real_shapes_all_backends_and_every_compile_mode() -> N
     assert linear[1][2] == ["'eager'", "'default'", "'reduce-overhead'", "'max-autotune'"]
     assert "'torch-ref'" in linear[1][0]
     skipped = subprocess.run(
-        [sys.executable, "-c", "import json; from benchmarks.linear import LinearFwdBwd as L; "
-                               "print(json.dumps(L.skip_params))"],
-        cwd=REPO, env=dict(os.environ, TEWATCH_PROFILE="full", TEWATCH_BACKENDS=""), capture_output=True,
-        text=True, check=True, timeout=300)
+        [
+            sys.executable,
+            "-c",
+            "import json; from benchmarks.linear import LinearFwdBwd as L; print(json.dumps(L.skip_params))",
+        ],
+        cwd=REPO,
+        env=dict(os.environ, TEWATCH_PROFILE="full", TEWATCH_BACKENDS=""),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
     assert sorted(map(tuple, json.loads(skipped.stdout))) == [
-        ("torch-ref", rank, mode) for rank in (2, 3, 4) for mode in ("max-autotune", "reduce-overhead")]
+        ("torch-ref", rank, mode) for rank in (2, 3, 4) for mode in ("max-autotune", "reduce-overhead")
+    ]
     quick = discover("quick")["linear.LinearFwdBwd.track_seconds"][1]
     assert "'max-autotune'" not in quick[2] and "'torch-ref'" not in quick[0] and "'nvfp4-ref'" in quick[0]
 
@@ -71,8 +87,10 @@ def test_quick_profile_runs_sharded_distributed_cases_only_and_without_the_emula
 def test_the_fsdp_checkpoint_case_runs_in_full_and_ci_at_world_size_2_and_not_in_quick() -> None:
     full = discover("full")["distributed.FsdpCheckpoint.track_seconds"]
     assert full[0] == ["recipe", "world_size"]
-    assert full[1] == [["'fp8-delayed'", "'fp8-current'", "'fp8-block'", "'mxfp8'", "'nvfp4'", "'torch-ref'"],
-                       ["2"]]
+    assert full[1] == [
+        ["'fp8-delayed'", "'fp8-current'", "'fp8-block'", "'mxfp8'", "'nvfp4'", "'torch-ref'"],
+        ["2"],
+    ]
     assert "distributed.FsdpCheckpoint.track_seconds" not in discover("quick")
     assert discover("ci")["distributed.FsdpCheckpoint.track_seconds"][1] == [["'torch-ref'"], ["2"]]
 
@@ -81,8 +99,15 @@ def test_the_full_profile_runs_every_general_check_and_the_quick_one_the_cheap_o
     def general(profile: str) -> set[str]:
         return {n.split(".")[1] for n in discover(profile) if n.startswith("checks.")}
 
-    assert general("full") == {"Determinism", "OddShapes", "CpuOps", "NdUpdate", "DcpRoundTrip", "CompileSequence",
-                               "CompiledLayer"}
+    assert general("full") == {
+        "Determinism",
+        "OddShapes",
+        "CpuOps",
+        "NdUpdate",
+        "DcpRoundTrip",
+        "CompileSequence",
+        "CompiledLayer",
+    }
     assert general("quick") == {"Determinism", "CpuOps", "NdUpdate"}
     # the CPU op sweep, in-place updates and DCP round trips are of TE's tensors and modules
     assert general("ci") == {"Determinism", "OddShapes", "CompileSequence", "CompiledLayer"}

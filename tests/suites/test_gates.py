@@ -43,8 +43,9 @@ def test_torch_ref_runs_on_cpu_and_needs_only_cuda_on_a_gpu_profile() -> None:
 
 
 def test_block_scaling_gate_follows_its_own_check() -> None:
-    old_cuda = gates.Capabilities(cuda=YES, fp8=YES, fp8_block=(False, "CUDA 12.9+ needed"), mxfp8=MXFP8_NO,
-                                  nvfp4=NVFP4_NO)
+    old_cuda = gates.Capabilities(
+        cuda=YES, fp8=YES, fp8_block=(False, "CUDA 12.9+ needed"), mxfp8=MXFP8_NO, nvfp4=NVFP4_NO
+    )
     assert gates.unsupported_reason("te", "fp8-block", old_cuda, "cuda") == "CUDA 12.9+ needed"
     assert gates.unsupported_reason("te", "fp8-current", old_cuda, "cuda") is None
 
@@ -55,8 +56,14 @@ def test_unknown_recipe_is_an_error_not_a_silent_pass() -> None:
 
 
 def test_missing_transformer_engine_is_an_error_for_te_cases_only() -> None:
-    broken = gates.Capabilities(cuda=YES, fp8=NVFP4_NO, fp8_block=NVFP4_NO, mxfp8=NVFP4_NO, nvfp4=NVFP4_NO,
-                                te_error="ImportError: libcudnn")
+    broken = gates.Capabilities(
+        cuda=YES,
+        fp8=NVFP4_NO,
+        fp8_block=NVFP4_NO,
+        mxfp8=NVFP4_NO,
+        nvfp4=NVFP4_NO,
+        te_error="ImportError: libcudnn",
+    )
     with pytest.raises(gates.TransformerEngineUnavailable, match="libcudnn"):
         gates.unsupported_reason("te", "fp8-current", broken, "cuda")
     with pytest.raises(gates.TransformerEngineUnavailable):

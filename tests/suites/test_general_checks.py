@@ -14,13 +14,29 @@ from benchmarks.harness.cpu_ops import cpu_op_checks
 from tests.suites.test_run_ci_profile import _runner
 
 BENCH = r"^checks\."
-BREAKS = ("torchref-nondeterministic,torchref-odd-shape-silent,torchref-compile-eval-path,"
-          "torchref-compile-stale-weight")
+BREAKS = (
+    "torchref-nondeterministic,torchref-odd-shape-silent,torchref-compile-eval-path,"
+    "torchref-compile-stale-weight"
+)
 
 
 def _verdicts(project: Path, home: Path, results: Path, perturb: str = "") -> dict[str, dict]:
-    command, env = _runner(project, home, "--profile", "ci", "--backends", "torch-ref", "--bench", BENCH,
-                           "--machine", "ci-cpu", "--results-dir", str(results), "--commit", "c" * 40)
+    command, env = _runner(
+        project,
+        home,
+        "--profile",
+        "ci",
+        "--backends",
+        "torch-ref",
+        "--bench",
+        BENCH,
+        "--machine",
+        "ci-cpu",
+        "--results-dir",
+        str(results),
+        "--commit",
+        "c" * 40,
+    )
     env["TEWATCH_PERTURB"] = perturb
     proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -35,8 +51,7 @@ def _verdicts(project: Path, home: Path, results: Path, perturb: str = "") -> di
 @pytest.fixture(scope="module")
 def runs(project: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
     plain = _verdicts(project, tmp_path_factory.mktemp("home"), tmp_path_factory.mktemp("plain"))
-    broken = _verdicts(project, tmp_path_factory.mktemp("home"), tmp_path_factory.mktemp("broken"),
-                       BREAKS)
+    broken = _verdicts(project, tmp_path_factory.mktemp("home"), tmp_path_factory.mktemp("broken"), BREAKS)
     return plain, broken
 
 
@@ -50,16 +65,22 @@ def test_every_general_check_of_torch_ref_passes_and_says_what_it_refused(runs) 
     assert all(r.get("one_shot") for r in plain.values())
     refused = plain["checks.OddShapes(torch-ref, 128x130)"]["verdict"]["details"]["refused"]
     assert "multiple of 16" in refused
-    steps = {c["check"] for c in [plain["checks.CompileSequence(torch-ref, train-eval-train)"]["verdict"],
-                                  *plain["checks.CompileSequence(torch-ref, train-eval-train)"]["extra_checks"]]}
+    steps = {
+        c["check"]
+        for c in [
+            plain["checks.CompileSequence(torch-ref, train-eval-train)"]["verdict"],
+            *plain["checks.CompileSequence(torch-ref, train-eval-train)"]["extra_checks"],
+        ]
+    }
     assert steps == {"compiled_vs_eager_train", "compiled_vs_eager_eval", "compiled_vs_eager_train_again"}
 
 
 def test_each_check_fails_when_its_property_breaks(runs) -> None:
     _, broken = runs
     status = {name: r["verdict"]["status"] for name, r in broken.items()}
-    assert {status[f"checks.Determinism({q})"] for q in ("torch-ref", "torch-ref-rht", "torch-ref-2d")} \
-        == {"fail_accuracy"}
+    assert {status[f"checks.Determinism({q})"] for q in ("torch-ref", "torch-ref-rht", "torch-ref-2d")} == {
+        "fail_accuracy"
+    }
     assert broken["checks.Determinism(torch-ref)"]["verdict"]["details"] == {"differing": ["data"]}
     # padded silently: a last dimension of 130, and 100 rows under 16x16 blocks
     assert status["checks.OddShapes(torch-ref, 128x130)"] == "fail_accuracy"
@@ -101,8 +122,21 @@ def test_the_cpu_op_sweep_names_the_op_that_recursed_and_passes_the_others() -> 
     checks = {c.check: c for c in cpu_op_checks(RecursingOnAdd(values), values.float())}
     assert checks["cpu_add"].status == "error" and checks["cpu_add"].exception_class == "RecursionError"
     assert {name for name, c in checks.items() if c.status != "pass"} == {"cpu_add"}
-    assert set(checks) == {f"cpu_{op}" for op in ("add", "mul", "clone", "equal", "assert_close", "to_float32",
-                                                  "reshape", "cat", "index", "dequantize")}
+    assert set(checks) == {
+        f"cpu_{op}"
+        for op in (
+            "add",
+            "mul",
+            "clone",
+            "equal",
+            "assert_close",
+            "to_float32",
+            "reshape",
+            "cat",
+            "index",
+            "dequantize",
+        )
+    }
 
 
 def test_an_op_that_computes_the_wrong_values_fails_its_check() -> None:

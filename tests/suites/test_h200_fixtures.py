@@ -72,8 +72,9 @@ def test_compiled_te_linear_matches_eager_bit_for_bit_in_every_mode(mode: str) -
     for recipe in ("bf16", "fp8-delayed", "fp8-current", "fp8-block"):
         for rank in (2, 3, 4):
             params = {"recipe": recipe, "rank": rank, "mode": mode}
-            record = json.loads((SIDECAR / "cases" / f"{results.case_id('linear.LinearFwdBwd', params)}.json")
-                                .read_text())
+            record = json.loads(
+                (SIDECAR / "cases" / f"{results.case_id('linear.LinearFwdBwd', params)}.json").read_text()
+            )
             assert record["verdict"]["status"] == "pass" and record["verdict"]["value"] == 0.0
             assert record["metrics"]["compile_seconds"]["value"] > 0
 

@@ -35,7 +35,9 @@ def test_the_quick_profile_ran_forked_cases_after_the_fork_check_passed() -> Non
 
 
 @pytest.mark.parametrize("rank", [2, 3, 4])
-def test_quick_profile_gates_native_nvfp4_and_mxfp8_and_records_delayed_scaling_as_untraceable(rank: int) -> None:
+def test_quick_profile_gates_native_nvfp4_and_mxfp8_and_records_delayed_scaling_as_untraceable(
+    rank: int,
+) -> None:
     _, _, records = _run("h200-quick")
     for recipe in ("nvfp4", "mxfp8"):
         for mode in ("eager", "default"):
@@ -50,14 +52,19 @@ def test_quick_profile_te_reference_linear_breaks_on_4d_inputs_eager_and_compile
     for mode in ("eager", "default"):
         verdict = _verdict(records, "linear.LinearFwdBwd", recipe="nvfp4-ref", rank=4, mode=mode)
         assert verdict["status"] == "error" and "shape '[2, 2, 4096]' is invalid" in verdict["message"]
-        assert _verdict(records, "linear.LinearFwdBwd", recipe="nvfp4-ref", rank=3, mode=mode)["status"] == "pass"
+        assert (
+            _verdict(records, "linear.LinearFwdBwd", recipe="nvfp4-ref", rank=3, mode=mode)["status"]
+            == "pass"
+        )
 
 
 def test_quick_profile_compiled_te_linear_matches_eager_bit_for_bit_with_its_compile_time() -> None:
     _, _, records = _run("h200-quick")
     for recipe in ("bf16", "fp8-delayed", "fp8-current", "fp8-block"):
         for rank in (2, 3, 4):
-            record = records[results.case_id("linear.LinearFwdBwd", {"recipe": recipe, "rank": rank, "mode": "default"})]
+            record = records[
+                results.case_id("linear.LinearFwdBwd", {"recipe": recipe, "rank": rank, "mode": "default"})
+            ]
             assert record["verdict"]["status"] == "pass" and record["verdict"]["value"] == 0.0
             assert record["metrics"]["compile_seconds"]["value"] > 0
 
@@ -65,21 +72,35 @@ def test_quick_profile_compiled_te_linear_matches_eager_bit_for_bit_with_its_com
 def test_quick_profile_every_passing_case_has_samples() -> None:
     results_file, _, records = _run("h200-quick")
     benchmarks = results.load(FIXTURES / "h200-quick" / "benchmarks.json")
-    timed = [case for case in results.iter_case_results(results.load(results_file), benchmarks)
-             if case.case_id in records and records[case.case_id]["verdict"]["status"] == "pass"]
+    timed = [
+        case
+        for case in results.iter_case_results(results.load(results_file), benchmarks)
+        if case.case_id in records and records[case.case_id]["verdict"]["status"] == "pass"
+    ]
     assert len(timed) == 91 and all(case.value and case.value > 0 for case in timed)
 
 
-def test_quick_run_on_one_gpu_gates_world_size_two_and_finds_the_emulation_compiled_apart_from_eager() -> None:
+def test_quick_run_on_one_gpu_gates_world_size_two_and_finds_the_emulation_compiled_apart_from_eager() -> (
+    None
+):
     _, _, records = _run("h200-quick")
     distributed = [r for r in records.values() if r["case"] == "distributed.LinearTensorParallel"]
     for record in distributed:
         if record["params"]["world_size"] == 2:
             reason = record["verdict"]["reason"]
             assert record["verdict"]["status"] == "unsupported"
-            assert "2 GPUs; 1 visible" in reason or record["params"]["recipe"] == "nvfp4" and "10.0" in reason
-    verdict = _verdict(records, "distributed.LinearTensorParallel", recipe="torch-ref", world_size=1,
-                       parallel="column", sequence_parallel=False, mode="default")
+            assert "2 GPUs; 1 visible" in reason or (
+                record["params"]["recipe"] == "nvfp4" and "10.0" in reason
+            )
+    verdict = _verdict(
+        records,
+        "distributed.LinearTensorParallel",
+        recipe="torch-ref",
+        world_size=1,
+        parallel="column",
+        sequence_parallel=False,
+        mode="default",
+    )
     assert verdict["status"] == "fail_accuracy" and verdict["check"] == "compiled_vs_eager"
     assert "wgrad" in verdict["message"]
 
@@ -123,7 +144,9 @@ def test_campaign_head_breaks_fp8_current_contract_only_where_the_perturbation_d
         verdict = _verdict(records, "contracts.ShapeContract", quantizer="fp8-current", rank=rank)
         assert verdict["status"] == status
         if status == "error":
-            assert verdict["exception_class"] == "ShapeContractMismatch" and "_transpose" in verdict["message"]
+            assert (
+                verdict["exception_class"] == "ShapeContractMismatch" and "_transpose" in verdict["message"]
+            )
 
 
 def test_campaign_base_is_a_whole_quick_profile_run_forked() -> None:
@@ -137,7 +160,7 @@ def test_campaign_base_is_a_whole_quick_profile_run_forked() -> None:
 def test_campaign_pr_report_lists_the_two_correctness_failures_first_and_was_signed() -> None:
     report = (FIXTURES / "h200-campaign" / "pr-report.md").read_text()
     assert report.index("### Correctness") < report.index("### Largest regressions")
-    correctness = report[report.index("### Correctness"):report.index("### Largest regressions")]
+    correctness = report[report.index("### Correctness") : report.index("### Largest regressions")]
     assert correctness.count("ShapeContract(quantizer=fp8-current, rank=") == 2
     assert "### Improvements" not in report
     webhook = json.loads((FIXTURES / "h200-campaign" / "pr-report-webhook.json").read_text())
@@ -160,5 +183,12 @@ def test_the_general_checks_on_the_h200_find_two_te_failures_beyond_the_seed_bug
         assert _verdict(records, "checks.DcpRoundTrip", recipe=recipe)["status"] == "pass"
     cpu = _verdict(records, "checks.CpuOps", quantizer="nvfp4")
     assert cpu["status"] == "error" and "recursion" in cpu["message"]
-    for quantizer in ("fp8-delayed", "fp8-current", "fp8-block", "torch-ref", "torch-ref-rht", "torch-ref-2d"):
+    for quantizer in (
+        "fp8-delayed",
+        "fp8-current",
+        "fp8-block",
+        "torch-ref",
+        "torch-ref-rht",
+        "torch-ref-2d",
+    ):
         assert _verdict(records, "checks.Determinism", quantizer=quantizer)["status"] == "pass"

@@ -4,6 +4,7 @@ Transformer Engine does not run on this machine, so the TE patches are applied t
 same shape; the GPU campaign (tests/fixtures/h200-campaign) shows them on TE itself."""
 
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 
@@ -12,7 +13,9 @@ from benchmarks.harness import perturb
 
 def test_unknown_names_fail_with_the_known_ones_listed(monkeypatch) -> None:
     monkeypatch.setenv(perturb.ENV, "te-ref-slow-quantize,no-such-change")
-    with pytest.raises(ValueError, match="unknown perturbations: no-such-change; known: .*te-ref-slow-quantize"):
+    with pytest.raises(
+        ValueError, match=r"unknown perturbations: no-such-change; known: .*te-ref-slow-quantize"
+    ):
         perturb.requested()
 
 
@@ -51,7 +54,7 @@ def test_a_sized_slowdown_adds_its_share_of_the_calls_own_time_after_the_cold_ca
         """The call's own time as the clock reads it (the first two are cold, as a case's checks are),
         and the delays asked for: no wall time, so a busy machine cannot move the figures."""
 
-        delays: list[float] = []
+        delays: ClassVar[list[float]] = []
 
         def elapsed(self, run) -> float:
             run()
@@ -99,9 +102,14 @@ def test_the_sized_te_perturbations_patch_what_they_name(monkeypatch) -> None:
         def amax(self):
             return self
 
-    monkeypatch.setenv(perturb.ENV, "gemm-slower-5,te-ref-quantize-slower-6,te-ref-rht-slower-12,fp8-current-extra-pass")
-    namespace = SimpleNamespace(general_gemm=general_gemm, ref=SimpleNamespace(NVFP4QuantizerRef=Reference),
-                                te=SimpleNamespace(Float8CurrentScalingQuantizer=Fp8Current))
+    monkeypatch.setenv(
+        perturb.ENV, "gemm-slower-5,te-ref-quantize-slower-6,te-ref-rht-slower-12,fp8-current-extra-pass"
+    )
+    namespace = SimpleNamespace(
+        general_gemm=general_gemm,
+        ref=SimpleNamespace(NVFP4QuantizerRef=Reference),
+        te=SimpleNamespace(Float8CurrentScalingQuantizer=Fp8Current),
+    )
     perturb.apply_to_te(namespace)
     assert namespace.general_gemm is not general_gemm and namespace.general_gemm.__wrapped__ is general_gemm
     assert Reference.quantize.__name__ == "quantize" and Reference._apply_rht.__name__ == "_apply_rht"

@@ -11,16 +11,25 @@ from benchmarks.harness.gpu_state import nvml_index
 from tewatch.runner.suite import PRELOAD_ENV, RunOptions
 
 
-@pytest.mark.parametrize(("profile", "explicit", "fork", "expected"), [
-    ("ci", None, {}, "forkserver"),
-    ("full", None, {"safe": True, "reason": "a child forked after the imports ran a CUDA kernel"}, "forkserver"),
-    ("full", None, {"safe": False, "reason": "exit code 1"}, "spawn"),
-    ("quick", None, {}, "spawn"),
-    ("full", "spawn", {"safe": True}, "spawn"),
-    ("ci", "spawn", {"safe": True}, "spawn"),
-])
-def test_forkserver_only_where_the_fork_check_passed_or_on_cpu(profile: str, explicit: str | None, fork: dict,
-                                                                 expected: str, tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("profile", "explicit", "fork", "expected"),
+    [
+        ("ci", None, {}, "forkserver"),
+        (
+            "full",
+            None,
+            {"safe": True, "reason": "a child forked after the imports ran a CUDA kernel"},
+            "forkserver",
+        ),
+        ("full", None, {"safe": False, "reason": "exit code 1"}, "spawn"),
+        ("quick", None, {}, "spawn"),
+        ("full", "spawn", {"safe": True}, "spawn"),
+        ("ci", "spawn", {"safe": True}, "spawn"),
+    ],
+)
+def test_forkserver_only_where_the_fork_check_passed_or_on_cpu(
+    profile: str, explicit: str | None, fork: dict, expected: str, tmp_path
+) -> None:
     opts = RunOptions(project=tmp_path, profile=profile, launch_method=explicit)
     assert opts.asv_launch_method(fork) == expected
 
@@ -30,31 +39,40 @@ def test_the_runner_and_the_suites_agree_on_the_preload_protocol() -> None:
 
 
 def test_a_child_forked_without_a_gpu_is_reported_unsafe_with_its_exit_code() -> None:
-    code = ("import json; from benchmarks.harness import preload; "
-            "print(json.dumps(preload.fork_check(with_te=False)))")
+    code = (
+        "import json; from benchmarks.harness import preload; "
+        "print(json.dumps(preload.fork_check(with_te=False)))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert '"safe": false' in proc.stdout and "could not run a CUDA kernel (exit code 1)" in proc.stdout
 
 
 def test_preload_without_transformer_engine_leaves_discovery_working() -> None:
-    code = ("import os; os.environ['TEWATCH_PRELOAD'] = '1'; os.environ['TEWATCH_BACKENDS'] = 'te,torch-ref'; "
-            "import benchmarks, sys, torch; "
-            "assert 'benchmarks.nvfp4_emulation' in sys.modules and not torch.cuda.is_initialized(); "
-            "import benchmarks.quantize")
+    code = (
+        "import os; os.environ['TEWATCH_PRELOAD'] = '1'; os.environ['TEWATCH_BACKENDS'] = 'te,torch-ref'; "
+        "import benchmarks, sys, torch; "
+        "assert 'benchmarks.nvfp4_emulation' in sys.modules and not torch.cuda.is_initialized(); "
+        "import benchmarks.quantize"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
-@pytest.mark.parametrize(("environ", "device", "expected"), [
-    ({}, 0, 0),
-    ({}, 1, 1),
-    ({"CUDA_VISIBLE_DEVICES": "1"}, 0, 1),
-    ({"CUDA_VISIBLE_DEVICES": "3,1"}, 1, 1),
-    ({"CUDA_VISIBLE_DEVICES": "3", "TEWATCH_NVML_INDEX": "5"}, 0, 5),
-    ({"CUDA_VISIBLE_DEVICES": "GPU-8c1e"}, 0, 0),
-])
-def test_nvml_index_follows_cuda_visible_devices(monkeypatch, environ: dict, device: int, expected: int) -> None:
+@pytest.mark.parametrize(
+    ("environ", "device", "expected"),
+    [
+        ({}, 0, 0),
+        ({}, 1, 1),
+        ({"CUDA_VISIBLE_DEVICES": "1"}, 0, 1),
+        ({"CUDA_VISIBLE_DEVICES": "3,1"}, 1, 1),
+        ({"CUDA_VISIBLE_DEVICES": "3", "TEWATCH_NVML_INDEX": "5"}, 0, 5),
+        ({"CUDA_VISIBLE_DEVICES": "GPU-8c1e"}, 0, 0),
+    ],
+)
+def test_nvml_index_follows_cuda_visible_devices(
+    monkeypatch, environ: dict, device: int, expected: int
+) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("TEWATCH_NVML_INDEX", raising=False)
     for key, value in environ.items():
@@ -63,10 +81,17 @@ def test_nvml_index_follows_cuda_visible_devices(monkeypatch, environ: dict, dev
 
 
 def test_the_state_probe_reads_nvml_alone_without_importing_torch() -> None:
-    code = ("import sys, runpy; sys.argv = ['probe', '--state']; "
-            "runpy.run_module('benchmarks.harness.probe', run_name='__main__'); "
-            "assert 'torch' not in sys.modules, 'torch was imported'")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "TEWATCH_PRELOAD": ""})
+    code = (
+        "import sys, runpy; sys.argv = ['probe', '--state']; "
+        "runpy.run_module('benchmarks.harness.probe', run_name='__main__'); "
+        "assert 'torch' not in sys.modules, 'torch was imported'"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TEWATCH_PRELOAD": ""},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert '"gpu_state": {}' in proc.stdout  # no GPU here

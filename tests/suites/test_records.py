@@ -66,8 +66,9 @@ def test_a_record_without_a_check_is_refused() -> None:
 
 
 def test_write_is_atomic_and_valid_json(tmp_path: Path) -> None:
-    rec = records.CaseRecord(case="rht.Rht", params={"backend": "torch-ref", "shape": "128x256"},
-                             labels={"backend": "torch-ref"})
+    rec = records.CaseRecord(
+        case="rht.Rht", params={"backend": "torch-ref", "shape": "128x256"}, labels={"backend": "torch-ref"}
+    )
     rec.add(records.Check(check="capability", status="unsupported", reason="needs sm_100"))
     rec.metric("tflops", 1.5, "TFLOP/s")
     path = records.write_record(rec, tmp_path)

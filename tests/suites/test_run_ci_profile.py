@@ -31,13 +31,29 @@ def tewatch_run(project: Path, home: Path, *args: str) -> subprocess.CompletedPr
 
 
 @pytest.fixture(scope="module", params=["forkserver", "spawn"])
-def run(project: Path, tmp_path_factory: pytest.TempPathFactory,
-        request: pytest.FixtureRequest) -> tuple[subprocess.CompletedProcess, Path]:
+def run(
+    project: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> tuple[subprocess.CompletedProcess, Path]:
     home = tmp_path_factory.mktemp("home")
     results = tmp_path_factory.mktemp("results")
-    proc = tewatch_run(project, home, "--profile", "ci", "--backends", "torch-ref", "--bench", SUITES,
-                       "--machine", "ci-cpu", "--results-dir", str(results), "--commit", COMMIT,
-                       "--launch-method", request.param)
+    proc = tewatch_run(
+        project,
+        home,
+        "--profile",
+        "ci",
+        "--backends",
+        "torch-ref",
+        "--bench",
+        SUITES,
+        "--machine",
+        "ci-cpu",
+        "--results-dir",
+        str(results),
+        "--commit",
+        COMMIT,
+        "--launch-method",
+        request.param,
+    )
     return proc, results
 
 
@@ -67,8 +83,8 @@ def _cases(results: Path) -> list[tuple[str, dict, object, list | None]]:
         names = benchmarks[name]["param_names"]
         samples = row[cols.index("samples")] or [None] * 10**4
         combos = itertools.product(*row[cols.index("params")])
-        for combo, value, sample in zip(combos, row[cols.index("result")], samples):
-            params = {n: ast.literal_eval(v) for n, v in zip(names, combo)}
+        for combo, value, sample in zip(combos, row[cols.index("result")], samples, strict=False):
+            params = {n: ast.literal_eval(v) for n, v in zip(names, combo, strict=False)}
             out.append((name.rsplit(".", 1)[0], params, value, sample))
     return out
 
@@ -79,8 +95,14 @@ def test_every_case_has_a_valid_record_and_every_timing_has_samples(run: tuple) 
     _, results = run
     sidecar = next((results / "ci-cpu").glob("*.tewatch"))
     cases = _cases(results)
-    assert {c[0] for c in cases} == {"quantize.Quantize", "rht.Rht", "gemm.Gemm", "linear.LinearFwdBwd",
-                                     "contracts.CpuRoundTrip", "contracts.CheckpointParity"}
+    assert {c[0] for c in cases} == {
+        "quantize.Quantize",
+        "rht.Rht",
+        "gemm.Gemm",
+        "linear.LinearFwdBwd",
+        "contracts.CpuRoundTrip",
+        "contracts.CheckpointParity",
+    }
     for case, params, value, samples in cases:
         if isinstance(value, float) and math.isnan(value):
             continue  # a skip_params combination: not a case
@@ -102,7 +124,9 @@ def test_every_case_has_a_valid_record_and_every_timing_has_samples(run: tuple) 
 
 def test_derived_metrics_and_compile_parity_are_recorded(run: tuple) -> None:
     _, results = run
-    records = [json.loads(p.read_text()) for p in next((results / "ci-cpu").glob("*.tewatch")).glob("cases/*")]
+    records = [
+        json.loads(p.read_text()) for p in next((results / "ci-cpu").glob("*.tewatch")).glob("cases/*")
+    ]
     gemm = [r for r in records if r["case"] == "gemm.Gemm"]
     assert gemm and {"tflops", "share_of_ceiling"} <= set(gemm[0]["metrics"])
     assert gemm[0]["metrics"]["tflops"]["unit"] == "TFLOP/s"
@@ -139,10 +163,22 @@ def test_bad_options_fail_with_one_clear_line(project: Path, tmp_path: Path) -> 
     assert "--launch-method must be one of spawn, forkserver" in " ".join(proc.stderr.split())
 
 
-def test_a_chunk_cut_off_by_a_time_limit_leaves_the_earlier_chunk_as_it_was(project: Path, tmp_path: Path) -> None:
+def test_a_chunk_cut_off_by_a_time_limit_leaves_the_earlier_chunk_as_it_was(
+    project: Path, tmp_path: Path
+) -> None:
     results = tmp_path / "results"
-    common = ("--profile", "ci", "--backends", "torch-ref", "--machine", "ci-cpu", "--results-dir", str(results),
-              "--commit", COMMIT)
+    common = (
+        "--profile",
+        "ci",
+        "--backends",
+        "torch-ref",
+        "--machine",
+        "ci-cpu",
+        "--results-dir",
+        str(results),
+        "--commit",
+        COMMIT,
+    )
     first = tewatch_run(project, tmp_path, *common, "--bench", r"^rht\.")
     assert first.returncode == 0, first.stderr[-3000:]
     machine_dir = results / "ci-cpu"
@@ -150,8 +186,9 @@ def test_a_chunk_cut_off_by_a_time_limit_leaves_the_earlier_chunk_as_it_was(proj
 
     command, env = _runner(project, tmp_path, *common, "--bench", r"^linear\.")
     # as `timeout --signal=INT` does: the signal goes to the runner's whole process group
-    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          start_new_session=True) as second:
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    ) as second:
         deadline = time.monotonic() + 600
         while not list(machine_dir.glob(".tewatch-staging-*/cases/linear.*.json")):
             assert second.poll() is None and time.monotonic() < deadline, "no linear case was recorded"

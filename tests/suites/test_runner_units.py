@@ -27,8 +27,12 @@ def test_commit_explicit_then_te_commit_then_hash_of_the_te_version() -> None:
 def test_te_commit_from_local_version_or_direct_url() -> None:
     assert probe.te_commit("2.20.0.dev0+d0067d0", None) == "d0067d0"
     assert probe.te_commit("2.20.2", None) == ""
-    url = json.dumps({"url": "https://github.com/NVIDIA/TransformerEngine",
-                      "vcs_info": {"vcs": "git", "commit_id": "a" * 40}})
+    url = json.dumps(
+        {
+            "url": "https://github.com/NVIDIA/TransformerEngine",
+            "vcs_info": {"vcs": "git", "commit_id": "a" * 40},
+        }
+    )
     assert probe.te_commit("2.20.2", url) == "a" * 40
 
 
@@ -67,15 +71,21 @@ def test_failure_text_becomes_error_or_timeout() -> None:
 
 
 def _results_file(values: list) -> dict:
-    return {"commit_hash": "f" * 40, "env_name": "existing-py", "result_columns": ["result", "params", "version"],
-            "results": {"gemm.Gemm.track_seconds": [values, [["'bf16'", "'nvfp4'"], ["'8x8x16'"]], "v"]}}
+    return {
+        "commit_hash": "f" * 40,
+        "env_name": "existing-py",
+        "result_columns": ["result", "params", "version"],
+        "results": {"gemm.Gemm.track_seconds": [values, [["'bf16'", "'nvfp4'"], ["'8x8x16'"]], "v"]},
+    }
 
 
 def test_case_results_follow_asvs_product_order_with_python_values() -> None:
     benchmarks = {"gemm.Gemm.track_seconds": {"param_names": ["recipe", "shape"]}}
     found = list(results.iter_case_results(_results_file([1e-3, math.nan]), benchmarks))
-    assert [c.params for c in found] == [{"recipe": "bf16", "shape": "8x8x16"},
-                                          {"recipe": "nvfp4", "shape": "8x8x16"}]
+    assert [c.params for c in found] == [
+        {"recipe": "bf16", "shape": "8x8x16"},
+        {"recipe": "nvfp4", "shape": "8x8x16"},
+    ]
     assert found[0].case == "gemm.Gemm" and not found[0].failed and found[1].skipped
     failed = list(results.iter_case_results(_results_file(None), benchmarks))
     assert all(c.failed for c in failed)
@@ -86,9 +96,17 @@ def test_failed_cases_without_a_record_get_one_and_passing_records_are_amended(t
     cases = list(results.iter_case_results(_results_file([None, None]), benchmarks))
     cases_dir = tmp_path / "cases"
     cases_dir.mkdir()
-    passing = {"schema": "tewatch.case/1", "case": "gemm.Gemm", "params": cases[1].params, "labels": {},
-               "verdict": {"check": "vs_fp32", "status": "pass"}, "extra_checks": [], "metrics": {},
-               "gpu_state": {}, "recorded_at": "2026-01-01T00:00:00Z"}
+    passing = {
+        "schema": "tewatch.case/1",
+        "case": "gemm.Gemm",
+        "params": cases[1].params,
+        "labels": {},
+        "verdict": {"check": "vs_fp32", "status": "pass"},
+        "extra_checks": [],
+        "metrics": {},
+        "gpu_state": {},
+        "recorded_at": "2026-01-01T00:00:00Z",
+    }
     (cases_dir / f"{cases[1].case_id}.json").write_text(json.dumps(passing))
     log = f"tewatch-case: {cases[1].case_id}\n\nasv: benchmark timed out (timeout 60s)\n"
     added = sidecar.complete_records(cases_dir, cases, log)
@@ -120,11 +138,23 @@ def test_refile_moves_the_results_and_sidecar_under_another_commit(tmp_path: Pat
 
 
 def test_a_run_continued_with_another_chunk_keeps_both_filters_and_the_sum_of_wall_times() -> None:
-    earlier = {"schema": sidecar.RUN_SCHEMA, "bench_filter": "^gemm\\.", "wall_seconds": 100.0,
-               "started_at": "2026-11-29T20:00:00Z", "asv_exit_code": 2, "gpu_state_before": {"power_w": [90.0]}}
-    later = {"bench_filter": "^linear\\.", "wall_seconds": 50.5, "started_at": "2026-11-29T20:02:00Z",
-             "finished_at": "2026-11-29T20:03:00Z", "asv_exit_code": 0, "gpu_state_before": {"power_w": [300.0]},
-             "profile": "full"}
+    earlier = {
+        "schema": sidecar.RUN_SCHEMA,
+        "bench_filter": "^gemm\\.",
+        "wall_seconds": 100.0,
+        "started_at": "2026-11-29T20:00:00Z",
+        "asv_exit_code": 2,
+        "gpu_state_before": {"power_w": [90.0]},
+    }
+    later = {
+        "bench_filter": "^linear\\.",
+        "wall_seconds": 50.5,
+        "started_at": "2026-11-29T20:02:00Z",
+        "finished_at": "2026-11-29T20:03:00Z",
+        "asv_exit_code": 0,
+        "gpu_state_before": {"power_w": [300.0]},
+        "profile": "full",
+    }
     merged = sidecar.merge_runs(earlier, later)
     assert merged["bench_filter"] == "^gemm\\.|^linear\\." and merged["wall_seconds"] == 150.5
     assert merged["started_at"] == "2026-11-29T20:00:00Z" and merged["finished_at"] == "2026-11-29T20:03:00Z"

@@ -18,14 +18,16 @@ def fake_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     (tmp_path / "jax" / "__init__.py").write_text("IMPORTED = True\n")
     pkg = tmp_path / "transformer_engine"
     pkg.mkdir()
-    (pkg / "__init__.py").write_text(textwrap.dedent("""
+    (pkg / "__init__.py").write_text(
+        textwrap.dedent("""
         from . import pytorch
         try:
             import jax
             HAS_JAX = True
         except ImportError:
             HAS_JAX = False
-    """))
+    """)
+    )
     (pkg / "pytorch.py").write_text("NAME = 'te.pytorch'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     names = ("jax", "transformer_engine", "transformer_engine.pytorch")

@@ -71,7 +71,11 @@ def test_a_case_that_asks_for_a_long_span_of_samples_gets_it_in_every_profile():
         assert (usual.budget_s, usual.max_samples) == (profile.sample_budget_s, profile.max_samples)
         assert usual.flush_l2 is False
         long = sample_plan(profile, Prepared(fn=lambda: None, device="cuda", sample_seconds=2.0))
-        assert (long.budget_s, long.max_samples, long.min_samples) == (2.0, LONG_SPAN_MAX_SAMPLES, profile.min_samples)
+        assert (long.budget_s, long.max_samples, long.min_samples) == (
+            2.0,
+            LONG_SPAN_MAX_SAMPLES,
+            profile.min_samples,
+        )
         # a 1.6 ms GEMM fills the 2 s with 1000 samples; the profile's cap alone stops at 0.16 s or less
         assert timing.sample_count(1.64e-3, long) == 1000 and timing.sample_count(1.64e-3, usual) <= 100
 
@@ -80,8 +84,14 @@ def test_kernel_time_sums_each_calls_device_work_between_the_boundaries():
     from benchmarks.harness.timing import per_call_sums
 
     flush = "fill<int>"
-    record = [(0, 50, flush), (60, 10, "gemm"), (75, 5, "cast"), (90, 50, flush), (150, 12, "gemm"),
-              (170, 50, flush)]
+    record = [
+        (0, 50, flush),
+        (60, 10, "gemm"),
+        (75, 5, "cast"),
+        (90, 50, flush),
+        (150, 12, "gemm"),
+        (170, 50, flush),
+    ]
     assert per_call_sums(record, {flush}, 2) == pytest.approx([15e-9, 12e-9])
     # a call that itself ran the boundary's kernel splits the record: no kernel time rather than a wrong one
     split = [(0, 50, flush), (60, 10, "gemm"), (80, 5, flush), (90, 5, "cast"), (100, 50, flush)]

@@ -54,8 +54,13 @@ class _TELinear:
         import torch
 
         with self.te.quantized_model_init(enabled=True, recipe=self.recipe):
-            return self.te.Linear(self.job.in_features, self.job.out_features, bias=False,
-                                  params_dtype=torch.bfloat16, device="cuda")
+            return self.te.Linear(
+                self.job.in_features,
+                self.job.out_features,
+                bias=False,
+                params_dtype=torch.bfloat16,
+                device="cuda",
+            )
 
     def __call__(self, module: Any, x: Any) -> Any:
         with self.te.autocast(enabled=True, recipe=self.recipe):
@@ -85,8 +90,9 @@ class _TorchRefLinear:
         from benchmarks.harness.emulated_linear import EmulatedNVFP4Linear
 
         device = "cuda" if self.job.device == "cuda" else "cpu"  # the rank's own GPU, set by the launcher
-        return EmulatedNVFP4Linear(self.job.in_features, self.job.out_features, device=device,
-                                   dtype=torch.bfloat16)
+        return EmulatedNVFP4Linear(
+            self.job.in_features, self.job.out_features, device=device, dtype=torch.bfloat16
+        )
 
     @staticmethod
     def __call__(module: Any, x: Any) -> Any:
@@ -107,7 +113,9 @@ def _shared_folder(rank: int) -> Path:
 
     made = [tempfile.mkdtemp(prefix="tewatch-fsdp-dcp-") if rank == 0 else None]
     dist.broadcast_object_list(made, src=0)
-    return Path(made[0])
+    folder = made[0]
+    assert folder is not None, "rank 0 broadcast no folder"
+    return Path(folder)
 
 
 def run_fsdp_checkpoint(rank: int, world_size: int, job: FsdpJob) -> dict[str, Any]:
@@ -123,7 +131,9 @@ def run_fsdp_checkpoint(rank: int, world_size: int, job: FsdpJob) -> dict[str, A
         t0 = time.perf_counter()
         if world_size != job.world_size:
             raise ValueError(f"launched {world_size} ranks for a job of {job.world_size}")
-        device = torch.device("cuda", torch.cuda.current_device()) if job.device == "cuda" else torch.device("cpu")
+        device = (
+            torch.device("cuda", torch.cuda.current_device()) if job.device == "cuda" else torch.device("cpu")
+        )
         mesh = init_device_mesh(device.type, (world_size,))
         layer = _layer(job)
         # data parallel: each rank its own input

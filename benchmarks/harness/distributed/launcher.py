@@ -61,8 +61,16 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _rank_main(rank: int, world_size: int, device: str, port: int, collective_timeout_s: float,
-               fn: RankFunction, payload: Any, out_dir: str) -> None:
+def _rank_main(
+    rank: int,
+    world_size: int,
+    device: str,
+    port: int,
+    collective_timeout_s: float,
+    fn: RankFunction,
+    payload: Any,
+    out_dir: str,
+) -> None:
     os.setpgrp()
     apply_no_multicast()
     out = Path(out_dir) / f"rank-{rank}.json"
@@ -78,15 +86,21 @@ def _rank_main(rank: int, world_size: int, device: str, port: int, collective_ti
             options["device_id"] = torch.device("cuda", rank)
         else:
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
-        dist.init_process_group("nccl" if device == "cuda" else "gloo", store=store, rank=rank,
-                                world_size=world_size, timeout=timeout, **options)
-    except Exception as exc:  # noqa: BLE001 (whatever a rank raises is reported)
+        dist.init_process_group(
+            "nccl" if device == "cuda" else "gloo",
+            store=store,
+            rank=rank,
+            world_size=world_size,
+            timeout=timeout,
+            **options,
+        )
+    except Exception as exc:  # whatever a rank raises is reported
         _write_json(out, {"status": "error", "error": _error(exc, "rendezvous")})
         raise SystemExit(1) from None
     try:
         report = fn(rank, world_size, payload)
         _write_json(out, {"status": "ok", "report": report})
-    except Exception as exc:  # noqa: BLE001 (whatever a rank raises is reported)
+    except Exception as exc:  # whatever a rank raises is reported
         _write_json(out, {"status": "error", "error": _error(exc, getattr(exc, "phase", "run"))})
         raise SystemExit(1) from None
     finally:
@@ -95,8 +109,14 @@ def _rank_main(rank: int, world_size: int, device: str, port: int, collective_ti
 
 def _error(exc: BaseException, phase: str) -> dict[str, Any]:
     check = records.from_exception(phase, exc)
-    return {"status": check.status, "exception_class": check.exception_class, "message": check.message,
-            "traceback_head": check.traceback_head, "phase": phase, "at": time.time()}
+    return {
+        "status": check.status,
+        "exception_class": check.exception_class,
+        "message": check.message,
+        "traceback_head": check.traceback_head,
+        "phase": phase,
+        "at": time.time(),
+    }
 
 
 def _kill(process: Any) -> None:
@@ -115,8 +135,16 @@ def _read(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def launch(fn: RankFunction, payload: Any, world_size: int, device: str, deadline_s: float,
-           grace_s: float = 10.0, collective_timeout_s: float = 120.0, poll_s: float = 0.05) -> LaunchOutcome:
+def launch(
+    fn: RankFunction,
+    payload: Any,
+    world_size: int,
+    device: str,
+    deadline_s: float,
+    grace_s: float = 10.0,
+    collective_timeout_s: float = 120.0,
+    poll_s: float = 0.05,
+) -> LaunchOutcome:
     """Run fn(rank, world_size, payload) on every rank; fn must be a module-level function."""
     import torch.distributed as dist
     import torch.multiprocessing as mp
@@ -127,20 +155,28 @@ def launch(fn: RankFunction, payload: Any, world_size: int, device: str, deadlin
         import torch
 
         if torch.cuda.device_count() < world_size:
-            raise ValueError(f"{world_size} ranks need {world_size} GPUs; {torch.cuda.device_count()} visible")
+            raise ValueError(
+                f"{world_size} ranks need {world_size} GPUs; {torch.cuda.device_count()} visible"
+            )
     apply_no_multicast()
     if str(PROJECT_ROOT) not in sys.path:  # spawned children import fn by module name from sys.path
         sys.path.insert(0, str(PROJECT_ROOT))
     started = time.monotonic()
-    store = dist.TCPStore(LOOPBACK, 0, None, True, timeout=timedelta(seconds=collective_timeout_s),
-                          wait_for_workers=False)
+    store = dist.TCPStore(
+        LOOPBACK, 0, None, True, timeout=timedelta(seconds=collective_timeout_s), wait_for_workers=False
+    )
     ctx = mp.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="tewatch-ranks-") as tmp:
         out_dir = Path(tmp)
         files = [out_dir / f"rank-{r}.json" for r in range(world_size)]
-        procs = [ctx.Process(target=_rank_main, name=f"tewatch-rank-{r}",
-                             args=(r, world_size, device, store.port, collective_timeout_s, fn, payload, tmp))
-                 for r in range(world_size)]
+        procs = [
+            ctx.Process(
+                target=_rank_main,
+                name=f"tewatch-rank-{r}",
+                args=(r, world_size, device, store.port, collective_timeout_s, fn, payload, tmp),
+            )
+            for r in range(world_size)
+        ]
         timed_out = False
         try:
             for p in procs:
@@ -150,8 +186,9 @@ def launch(fn: RankFunction, payload: Any, world_size: int, device: str, deadlin
             while any(p.is_alive() for p in procs):
                 now = time.monotonic()
                 if first_failure is None and any(
-                        (not p.is_alive() and p.exitcode != 0) or (_read(f) or {}).get("status") == "error"
-                        for p, f in zip(procs, files)):
+                    (not p.is_alive() and p.exitcode != 0) or (_read(f) or {}).get("status") == "error"
+                    for p, f in zip(procs, files, strict=True)
+                ):
                     first_failure = now
                 if first_failure is not None and now - first_failure > grace_s:
                     break
@@ -167,8 +204,10 @@ def launch(fn: RankFunction, payload: Any, world_size: int, device: str, deadlin
             for p in started_procs:
                 p.join(timeout=10)
             del store
-        ranks = [_rank_result(r, p, _read(f), was_alive)
-                 for r, (p, f, was_alive) in enumerate(zip(procs, files, alive))]
+        ranks = [
+            _rank_result(r, p, _read(f), was_alive)
+            for r, (p, f, was_alive) in enumerate(zip(procs, files, alive, strict=True))
+        ]
     return _outcome(ranks, timed_out, time.monotonic() - started, deadline_s)
 
 
@@ -188,21 +227,41 @@ def _outcome(ranks: list[RankResult], timed_out: bool, wall: float, deadline_s: 
     crashed = [r for r in ranks if r.status == "crashed"]
     if crashed:  # its peers' errors (connection closed) are echoes of it
         first = crashed[0]
-        return LaunchOutcome("error", ranks, wall, failed_rank=first.rank,
-                             message=f"rank {first.rank} exited with status {first.exitcode} without a report")
+        return LaunchOutcome(
+            "error",
+            ranks,
+            wall,
+            failed_rank=first.rank,
+            message=f"rank {first.rank} exited with status {first.exitcode} without a report",
+        )
     raised = [r for r in ranks if r.error is not None]
     if raised:
-        first = min(raised, key=lambda r: r.error.get("at", 0.0))  # the cause, not the echoes
-        return LaunchOutcome("error", ranks, wall, failed_rank=first.rank,
-                             message=f"rank {first.rank}: {first.error['exception_class']}: {first.error['message']}")
+        first = min(raised, key=lambda r: (r.error or {}).get("at", 0.0))  # the cause, not the echoes
+        assert first.error is not None
+        return LaunchOutcome(
+            "error",
+            ranks,
+            wall,
+            failed_rank=first.rank,
+            message=f"rank {first.rank}: {first.error['exception_class']}: {first.error['message']}",
+        )
     if timed_out:
         stuck = [r.rank for r in ranks if r.status == "killed"]
-        return LaunchOutcome("timeout", ranks, wall,
-                             message=f"rank(s) {stuck} still running after the {deadline_s:g} s deadline "
-                                     "(a collective that never completes?); killed")
+        return LaunchOutcome(
+            "timeout",
+            ranks,
+            wall,
+            message=f"rank(s) {stuck} still running after the {deadline_s:g} s deadline "
+            "(a collective that never completes?); killed",
+        )
     broken = [r for r in ranks if r.status != "ok"]
     if broken:
         first = broken[0]
-        return LaunchOutcome("error", ranks, wall, failed_rank=first.rank,
-                             message=f"rank {first.rank} ended ({first.status}) without a report")
+        return LaunchOutcome(
+            "error",
+            ranks,
+            wall,
+            failed_rank=first.rank,
+            message=f"rank {first.rank} ended ({first.status}) without a report",
+        )
     return LaunchOutcome("ok", ranks, wall, reports=[r.report for r in ranks if r.report is not None])

@@ -30,7 +30,9 @@ class DistributedProfile:
     # FsdpCheckpoint: (in_features, out_features, tokens of each rank) of its Linear; None leaves it out
     fsdp_checkpoint: tuple[int, int, int] | None = None
 
-    def is_case(self, recipe: str, world_size: int, parallel: str, sequence_parallel: bool, mode: str) -> bool:
+    def is_case(
+        self, recipe: str, world_size: int, parallel: str, sequence_parallel: bool, mode: str
+    ) -> bool:
         if recipe == "torch-ref" and mode not in self.torch_ref_modes:
             return False
         if world_size == 1:
@@ -51,21 +53,40 @@ class DistributedProfile:
 _GPU_TIMING = TimingPlan(budget_s=0.5, min_samples=10, max_samples=100)
 PROFILES = {
     "full": DistributedProfile(
-        world_sizes=(1, 2), parallel_modes=("column", "row"), sequence_parallel=(False, True),
-        modes=("eager", "default"), torch_ref_modes=("eager", "default"), shape=(4096, 2, 4096),
-        out_features=4096, timing=_GPU_TIMING, deadline_s=300.0, fsdp_checkpoint=(4096, 4096, 2048),
+        world_sizes=(1, 2),
+        parallel_modes=("column", "row"),
+        sequence_parallel=(False, True),
+        modes=("eager", "default"),
+        torch_ref_modes=("eager", "default"),
+        shape=(4096, 2, 4096),
+        out_features=4096,
+        timing=_GPU_TIMING,
+        deadline_s=300.0,
+        fsdp_checkpoint=(4096, 4096, 2048),
     ),
     # pull requests: the sharded cases alone (no single-GPU baseline, so no scaling efficiency; on a
     # 1-GPU runner they are `unsupported` at once), where the gather and reorganisation bugs hide
     "quick": DistributedProfile(
-        world_sizes=(2,), parallel_modes=("column", "row"), sequence_parallel=(True,),
-        modes=("eager", "default"), torch_ref_modes=(), shape=(4096, 2, 4096), out_features=4096,
-        timing=_GPU_TIMING, deadline_s=300.0,
+        world_sizes=(2,),
+        parallel_modes=("column", "row"),
+        sequence_parallel=(True,),
+        modes=("eager", "default"),
+        torch_ref_modes=(),
+        shape=(4096, 2, 4096),
+        out_features=4096,
+        timing=_GPU_TIMING,
+        deadline_s=300.0,
     ),
     "ci": DistributedProfile(
-        world_sizes=(2,), parallel_modes=("column",), sequence_parallel=(True,), modes=("eager",),
-        torch_ref_modes=("eager",), shape=(32, 2, 128), out_features=128,
-        timing=TimingPlan(budget_s=0.1, min_samples=5, max_samples=20), deadline_s=120.0,
+        world_sizes=(2,),
+        parallel_modes=("column",),
+        sequence_parallel=(True,),
+        modes=("eager",),
+        torch_ref_modes=("eager",),
+        shape=(32, 2, 128),
+        out_features=128,
+        timing=TimingPlan(budget_s=0.1, min_samples=5, max_samples=20),
+        deadline_s=120.0,
         fsdp_checkpoint=(128, 128, 32),
     ),
 }

@@ -88,7 +88,7 @@ def cuda_samples(fn: Callable[[], Any], plan: TimingPlan, group: Any) -> list[fl
         fn()
         ends[i].record()
     torch.cuda.synchronize()
-    return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
+    return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)]
 
 
 def samples_on_ranks(fn: Callable[[], Any], device: str, plan: TimingPlan, group: Any) -> list[float]:

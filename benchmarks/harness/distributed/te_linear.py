@@ -10,8 +10,9 @@ import torch
 
 
 class TELayers:
-    def __init__(self, recipe: str, parallel_mode: str, sequence_parallel: bool, group: Any,
-                 world_size: int) -> None:
+    def __init__(
+        self, recipe: str, parallel_mode: str, sequence_parallel: bool, group: Any, world_size: int
+    ) -> None:
         from benchmarks.harness import te_ops
         from benchmarks.harness.te_import import import_transformer_engine
 
@@ -23,8 +24,9 @@ class TELayers:
         self.world_size = world_size
 
     def _linear(self, in_features: int, out_features: int, **parallel: Any) -> Any:
-        return self.te.Linear(in_features, out_features, bias=False, params_dtype=torch.bfloat16,
-                              device="cuda", **parallel)
+        return self.te.Linear(
+            in_features, out_features, bias=False, params_dtype=torch.bfloat16, device="cuda", **parallel
+        )
 
     def reference(self, weight: torch.Tensor) -> torch.nn.Module:
         n, k = weight.shape
@@ -40,11 +42,19 @@ class TELayers:
             n *= self.world_size
         else:
             k *= self.world_size
-        layer = self._linear(k, n, parallel_mode=self.parallel_mode, tp_group=self.group,
-                             tp_size=self.world_size, sequence_parallel=self.sequence_parallel)
+        layer = self._linear(
+            k,
+            n,
+            parallel_mode=self.parallel_mode,
+            tp_group=self.group,
+            tp_size=self.world_size,
+            sequence_parallel=self.sequence_parallel,
+        )
         if tuple(layer.weight.shape) != tuple(weight_shard.shape):
-            raise AssertionError(f"te.Linear holds a {tuple(layer.weight.shape)} weight shard, "
-                                 f"expected {tuple(weight_shard.shape)}")
+            raise AssertionError(
+                f"te.Linear holds a {tuple(layer.weight.shape)} weight shard, "
+                f"expected {tuple(weight_shard.shape)}"
+            )
         with torch.no_grad():
             layer.weight.copy_(weight_shard)
         return layer
@@ -58,5 +68,7 @@ class TELayers:
 
         return forward
 
-    def gather_checks(self, module: torch.nn.Module, x: torch.Tensor, dy: torch.Tensor) -> dict[str, list[int]]:
+    def gather_checks(
+        self, module: torch.nn.Module, x: torch.Tensor, dy: torch.Tensor
+    ) -> dict[str, list[int]]:
         return {}

@@ -38,13 +38,13 @@ def parse_topology(text: str) -> dict[tuple[int, int], str]:
             break
         columns.append(token)
     links: dict[tuple[int, int], str] = {}
-    for cells in rows[start + 1:]:
+    for cells in rows[start + 1 :]:
         if not cells or not re.fullmatch(r"GPU\d+", cells[0]):
             continue
         if len(cells) < 1 + len(columns):
             raise TopologyError(f"row {cells[0]} has {len(cells) - 1} cells for {len(columns)} devices")
         row = int(cells[0][3:])
-        for name, cell in zip(columns, cells[1:]):
+        for name, cell in zip(columns, cells[1:], strict=False):
             if name.startswith("GPU") and int(name[3:]) != row:
                 links[(row, int(name[3:]))] = cell
     if not links and len([c for c in columns if c.startswith("GPU")]) > 1:
@@ -94,7 +94,9 @@ def interconnect(world_size: int, device: str, timeout_s: float = 30.0) -> str:
     if smi is None:
         return UNKNOWN
     try:
-        proc = subprocess.run([smi, "topo", "-m"], check=False, capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(
+            [smi, "topo", "-m"], check=False, capture_output=True, text=True, timeout=timeout_s
+        )
         if proc.returncode != 0:
             return UNKNOWN
         return slowest_link(parse_topology(proc.stdout), visible_gpu_indices(world_size))

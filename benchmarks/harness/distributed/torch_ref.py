@@ -213,8 +213,11 @@ class TensorParallelNVFP4Linear(torch.nn.Module):
 def columnwise_mismatch(gathered: NVFP4Emulated, whole: NVFP4Emulated) -> tuple[int, int]:
     """(bytes that differ, bytes compared) between a gathered column-wise tensor and the column-wise
     quantization of the whole tensor: data, scales and amax. A shape mismatch counts every byte."""
-    pairs = [(gathered.data, whole.data), (gathered.scales, whole.scales),
-             (gathered.global_amax, whole.global_amax)]
+    pairs = [
+        (gathered.data, whole.data),
+        (gathered.scales, whole.scales),
+        (gathered.global_amax, whole.global_amax),
+    ]
     differ = total = 0
     for a, b in pairs:
         a_raw, b_raw = _as_bytes(a).reshape(-1), _as_bytes(b).reshape(-1)
@@ -229,8 +232,14 @@ def columnwise_mismatch(gathered: NVFP4Emulated, whole: NVFP4Emulated) -> tuple[
 class TorchRefLayers:
     """The torch-ref backend of a scenario on one rank: single-GPU reference and sharded layer."""
 
-    def __init__(self, parallel_mode: str, sequence_parallel: bool, group: Any, world_size: int,
-                 reorder_columnwise: bool = True) -> None:
+    def __init__(
+        self,
+        parallel_mode: str,
+        sequence_parallel: bool,
+        group: Any,
+        world_size: int,
+        reorder_columnwise: bool = True,
+    ) -> None:
         self.parallel_mode = parallel_mode
         self.sequence_parallel = sequence_parallel and world_size > 1
         self.group = group
@@ -253,7 +262,9 @@ class TorchRefLayers:
     def forward(self, module: torch.nn.Module) -> Any:
         return module
 
-    def gather_checks(self, module: torch.nn.Module, x: torch.Tensor, dy: torch.Tensor) -> dict[str, list[int]]:
+    def gather_checks(
+        self, module: torch.nn.Module, x: torch.Tensor, dy: torch.Tensor
+    ) -> dict[str, list[int]]:
         """{tensor: [differing bytes, compared bytes]} for each column-wise gather of the last step,
         against the column-wise quantization of the whole (unsharded) tensor."""
         whole = {"input": x, "grad_output": dy}

@@ -22,11 +22,16 @@ from benchmarks.harness.distributed.scenario import Scenario
 from benchmarks.harness.records import Check
 
 TENSORS = ("output", "dgrad", "wgrad")
-TOLERANCE = {"bf16": 1e-2, "fp8-current": 0.1, "fp8-block": 0.1, "mxfp8": 0.1, "nvfp4": 0.3,
-             "torch-ref": 0.3}
-PHASE_CHECK = {"rendezvous": "launch", "setup": "launch", "run": "launch",
-               "reference": "single_gpu_reference", "sharded": "sharded_vs_single_gpu",
-               "compiled": "compiled_vs_eager", "timing": "timing"}
+TOLERANCE = {"bf16": 1e-2, "fp8-current": 0.1, "fp8-block": 0.1, "mxfp8": 0.1, "nvfp4": 0.3, "torch-ref": 0.3}
+PHASE_CHECK = {
+    "rendezvous": "launch",
+    "setup": "launch",
+    "run": "launch",
+    "reference": "single_gpu_reference",
+    "sharded": "sharded_vs_single_gpu",
+    "compiled": "compiled_vs_eager",
+    "timing": "timing",
+}
 
 
 def _nan_last(value: float) -> float:
@@ -50,8 +55,14 @@ def _threshold(check: str, metric: str, values: list[float], tolerance: float, w
     message = f"{what}; per rank {_fmt(values)}"
     if not ok:
         message = f"rank {rank} exceeds {tolerance:g}: {message}"
-    return Check(check=check, status="pass" if ok else "fail_accuracy", metric=metric, value=float(worst),
-                 tolerance=float(tolerance), message=message)
+    return Check(
+        check=check,
+        status="pass" if ok else "fail_accuracy",
+        metric=metric,
+        value=float(worst),
+        tolerance=float(tolerance),
+        message=message,
+    )
 
 
 def tolerance(scenario: Scenario) -> float:
@@ -67,21 +78,42 @@ def case_checks(scenario: Scenario, reports: list[dict[str, Any]]) -> list[Check
     if scenario.mode != "eager":
         diffs = [r["compiled_max_abs_diff"] for r in reports]
         per_rank = [max(d.values(), key=_nan_last) for d in diffs]
-        worst_tensor = [max(d, key=lambda t, d=d: _nan_last(d[t])) for d in diffs]
-        checks.append(_threshold("compiled_vs_eager", "max_abs_diff", per_rank, 0.0,
-                                 f"{scenario.mode} vs eager, largest in {', '.join(sorted(set(worst_tensor)))}"))
+        worst_tensor = [max(d.items(), key=lambda item: _nan_last(item[1]))[0] for d in diffs]
+        checks.append(
+            _threshold(
+                "compiled_vs_eager",
+                "max_abs_diff",
+                per_rank,
+                0.0,
+                f"{scenario.mode} vs eager, largest in {', '.join(sorted(set(worst_tensor)))}",
+            )
+        )
     tol = tolerance(scenario)
     for tensor in TENSORS:
         values = [r["rel_l2"][tensor] for r in reports]
-        checks.append(_threshold(f"{tensor}_vs_single_gpu", "rel_l2", values, tol,
-                                 f"{tensor} of each rank vs its slice of the single-GPU {tensor}"))
+        checks.append(
+            _threshold(
+                f"{tensor}_vs_single_gpu",
+                "rel_l2",
+                values,
+                tol,
+                f"{tensor} of each rank vs its slice of the single-GPU {tensor}",
+            )
+        )
     gathered = sorted({name for r in reports for name in r.get("columnwise_gather", {})})
     if gathered:
         differ = [sum(r["columnwise_gather"].get(n, [0, 0])[0] for n in gathered) for r in reports]
         total = sum(r["columnwise_gather"][n][1] for r in reports for n in r["columnwise_gather"])
-        checks.append(_threshold("columnwise_gather_bitwise", "mismatched_bytes", [float(d) for d in differ],
-                                 0.0, f"all-gathered column-wise {' and '.join(gathered)} vs the whole "
-                                      f"tensor quantized, {total} bytes compared"))
+        checks.append(
+            _threshold(
+                "columnwise_gather_bitwise",
+                "mismatched_bytes",
+                [float(d) for d in differ],
+                0.0,
+                f"all-gathered column-wise {' and '.join(gathered)} vs the whole "
+                f"tensor quantized, {total} bytes compared",
+            )
+        )
     return checks
 
 
@@ -97,13 +129,15 @@ def launch_failure_checks(outcome: LaunchOutcome) -> list[Check]:
     failed = outcome.failure()
     error = failed.error if failed is not None and failed.error else {}
     phase = error.get("phase", "run")
-    return [Check(
-        check=PHASE_CHECK.get(phase, phase),
-        status="oom" if error.get("status") == "oom" else "error",
-        exception_class=error.get("exception_class") or "RankCrashed",
-        message=outcome.message,
-        traceback_head=error.get("traceback_head"),
-    )]
+    return [
+        Check(
+            check=PHASE_CHECK.get(phase, phase),
+            status="oom" if error.get("status") == "oom" else "error",
+            exception_class=error.get("exception_class") or "RankCrashed",
+            message=outcome.message,
+            traceback_head=error.get("traceback_head"),
+        )
+    ]
 
 
 def slowest_rank_samples(reports: list[dict[str, Any]]) -> list[float]:
@@ -112,7 +146,7 @@ def slowest_rank_samples(reports: list[dict[str, Any]]) -> list[float]:
     lengths = {len(s) for s in per_rank}
     if len(lengths) != 1:
         raise ValueError(f"ranks timed different numbers of samples: {sorted(lengths)}")
-    return [max(column) for column in zip(*per_rank)]
+    return [max(column) for column in zip(*per_rank, strict=True)]
 
 
 def metrics(scenario: Scenario, reports: list[dict[str, Any]]) -> dict[str, tuple[float, str]]:
@@ -128,4 +162,6 @@ def gpu_state(reports: list[dict[str, Any]]) -> dict[str, list[Any]]:
     """The ranks' NVML samples (before and after timing), rank after rank, as the record keeps them."""
     from benchmarks.harness.gpu_state import collect_series
 
-    return collect_series([s for r in sorted(reports, key=lambda r: r["rank"]) for s in r.get("gpu_state", [])])
+    return collect_series(
+        [s for r in sorted(reports, key=lambda r: r["rank"]) for s in r.get("gpu_state", [])]
+    )

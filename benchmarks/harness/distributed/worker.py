@@ -38,12 +38,18 @@ def _layers(scenario: Scenario, group: Any) -> Any:
     if scenario.backend == "te":
         from benchmarks.harness.distributed.te_linear import TELayers
 
-        return TELayers(scenario.recipe, scenario.parallel_mode, scenario.sequence_parallel, group,
-                        scenario.world_size)
+        return TELayers(
+            scenario.recipe, scenario.parallel_mode, scenario.sequence_parallel, group, scenario.world_size
+        )
     from benchmarks.harness.distributed.torch_ref import TorchRefLayers
 
-    return TorchRefLayers(scenario.parallel_mode, scenario.sequence_parallel, group, scenario.world_size,
-                          reorder_columnwise=scenario.fault != "skip_columnwise_reorder")
+    return TorchRefLayers(
+        scenario.parallel_mode,
+        scenario.sequence_parallel,
+        group,
+        scenario.world_size,
+        reorder_columnwise=scenario.fault != "skip_columnwise_reorder",
+    )
 
 
 def _inputs(scenario: Scenario, device: Any) -> tuple[Any, Any, Any]:
@@ -110,8 +116,11 @@ def run_scenario(rank: int, world_size: int, scenario: Scenario) -> dict[str, An
         t0 = clock()
         reference = layers.reference(w)
         expected = fwd_bwd(reference, layers.forward(reference), x, dy)
-        expected_local = (expected[0][shards.output(rank)], expected[1][shards.input(rank)],
-                          expected[2][shards.weight(rank)])
+        expected_local = (
+            expected[0][shards.output(rank)],
+            expected[1][shards.input(rank)],
+            expected[2][shards.weight(rank)],
+        )
         del reference
         mark("reference", t0)
 
@@ -121,7 +130,9 @@ def run_scenario(rank: int, world_size: int, scenario: Scenario) -> dict[str, An
         eager = layers.sharded(w[shards.weight(weight_rank)])
         eager_forward = layers.forward(eager)
         got = fwd_bwd(eager, eager_forward, x_local, dy_local)
-        report["rel_l2"] = {name: relative_error(a, e) for name, a, e in zip(TENSORS, got, expected_local)}
+        report["rel_l2"] = {
+            name: relative_error(a, e) for name, a, e in zip(TENSORS, got, expected_local, strict=True)
+        }
         report["columnwise_gather"] = layers.gather_checks(eager, x, dy)
         mark("sharded", t0)
 
@@ -147,7 +158,8 @@ def run_scenario(rank: int, world_size: int, scenario: Scenario) -> dict[str, An
             report["graph_breaks"] = sum(breaks.values())
             report["graph_break_reasons"] = [reason.splitlines()[0][:200] for reason in list(breaks)[:5]]
             report["compiled_max_abs_diff"] = {
-                name: max_abs_difference(a, e) for name, a, e in zip(TENSORS, got_compiled, got)}
+                name: max_abs_difference(a, e) for name, a, e in zip(TENSORS, got_compiled, got, strict=True)
+            }
             timed_module, timed_forward = compiled, compiled_forward
 
     with phase("timing"):

@@ -31,8 +31,12 @@ def list_alerts(
         return queries.list_alerts(session, status, kind, branch, pr, gpu, min(max(limit, 1), 1000), offset)
 
 
-@router.get("/api/v1/alerts/{alert_id}", response_model=AlertDetailOut, dependencies=[Depends(read_access)],
-            responses=NOT_FOUND)
+@router.get(
+    "/api/v1/alerts/{alert_id}",
+    response_model=AlertDetailOut,
+    dependencies=[Depends(read_access)],
+    responses=NOT_FOUND,
+)
 def get_alert(request: Request, alert_id: PathInt):
     with Session(get_engine(request)) as session:
         alert = session.get(Alert, alert_id)
@@ -41,8 +45,12 @@ def get_alert(request: Request, alert_id: PathInt):
         return AlertDetailOut.model_validate(alert)
 
 
-@router.post("/api/v1/alerts/{alert_id}/status", response_model=AlertDetailOut,
-             dependencies=[Depends(require_token)], responses={**NOT_FOUND, 409: {}, **BUSY})
+@router.post(
+    "/api/v1/alerts/{alert_id}/status",
+    response_model=AlertDetailOut,
+    dependencies=[Depends(require_token)],
+    responses={**NOT_FOUND, 409: {}, **BUSY},
+)
 def set_alert_status(request: Request, alert_id: PathInt, change: StatusChangeIn):
     """Acknowledge, resolve, dismiss or reopen an alert; the change is kept in its history."""
     with write_session(get_engine(request)) as session:

@@ -26,16 +26,23 @@ def list_detections(
         return queries.list_detections(session, branch, series_id, active, min(max(limit, 1), 5000), offset)
 
 
-@router.get("/api/v1/prs/{pr_number}/comparisons", response_model=list[ComparisonOut],
-            dependencies=[Depends(read_access)])
+@router.get(
+    "/api/v1/prs/{pr_number}/comparisons",
+    response_model=list[ComparisonOut],
+    dependencies=[Depends(read_access)],
+)
 def list_comparisons(request: Request, pr_number: PathInt):
     """Every case of a pull request's runs against the merge base, with verdict and interval."""
     with Session(get_engine(request)) as session:
         return queries.pr_comparisons(session, pr_number)
 
 
-@router.post("/api/v1/detect", response_model=DetectOut, dependencies=[Depends(require_token)],
-             responses={**BUSY, **NOT_FOUND})
+@router.post(
+    "/api/v1/detect",
+    response_model=DetectOut,
+    dependencies=[Depends(require_token)],
+    responses={**BUSY, **NOT_FOUND},
+)
 async def run_detection(request: Request, body: DetectIn):
     """Run change-point detection over a branch's whole stored history now; with `runs`, what detection
     after each of those uploads would have done, in one pass (unless detection after upload is off)."""
@@ -44,12 +51,16 @@ async def run_detection(request: Request, body: DetectIn):
 
     settings = get_settings(request)
     if body.runs is None:
-        summary = await run_in_threadpool(detect_branch, get_engine(request), body.branch, settings.public_url)
+        summary = await run_in_threadpool(
+            detect_branch, get_engine(request), body.branch, settings.public_url
+        )
     elif not settings.detect_after_upload:
         summary = DetectSummary()
     else:
         try:
-            summary = await run_in_threadpool(detect_after_uploads, get_engine(request), body.runs, settings.public_url)
+            summary = await run_in_threadpool(
+                detect_after_uploads, get_engine(request), body.runs, settings.public_url
+            )
         except LookupError as exc:
             raise HTTPException(status_code=404, detail=str(exc)) from exc
     worker = getattr(request.app.state, "webhook_worker", None)

@@ -18,7 +18,9 @@ Sha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{4,64}$")]
 class CommitGraphIn(BaseModel):
     repo: StoredText = Field(default="", max_length=200)
     # parents first (`git log --topo-order --reverse`): sha, committer time (epoch seconds), parents
-    commits: list[tuple[Sha, Annotated[int, Field(ge=0, lt=32503680000)], list[Sha]]] = Field(max_length=2_000_000)
+    commits: list[tuple[Sha, Annotated[int, Field(ge=0, lt=32503680000)], list[Sha]]] = Field(
+        max_length=2_000_000
+    )
 
     @field_validator("commits")
     @classmethod
@@ -31,7 +33,9 @@ class CommitGraphIn(BaseModel):
         for i, (sha, _, parents) in enumerate(commits):
             later = [p for p in parents if position.get(p, -1) >= i]
             if later:
-                raise ValueError(f"commit {sha} comes before (or is) its parent {later[0]}: send parents first")
+                raise ValueError(
+                    f"commit {sha} comes before (or is) its parent {later[0]}: send parents first"
+                )
         return commits
 
 
@@ -40,8 +44,12 @@ class CommitGraphOut(BaseModel):
     placed: int  # stored commits of the repository that took their place in the graph
 
 
-@router.post("/api/v1/commits/graph", response_model=CommitGraphOut, dependencies=[Depends(require_token)],
-             responses=BUSY)
+@router.post(
+    "/api/v1/commits/graph",
+    response_model=CommitGraphOut,
+    dependencies=[Depends(require_token)],
+    responses=BUSY,
+)
 async def post_commit_graph(request: Request, body: CommitGraphIn) -> CommitGraphOut:
     """Order the repository's commits by this git graph instead of their dates (`tewatch commits`)."""
 

@@ -18,15 +18,25 @@ def list_runs(
     machine: str | None = None,
     commit: str | None = Query(None, description="commit sha or a prefix of it"),
     pr: OptionalQueryInt = None,
-    since: Annotated[OptionalQueryTime, Query(description="runs started at or after this time (ISO 8601)")] = None,
+    since: Annotated[
+        OptionalQueryTime, Query(description="runs started at or after this time (ISO 8601)")
+    ] = None,
     until: Annotated[OptionalQueryTime, Query(description="runs started before this time (ISO 8601)")] = None,
     limit: int = Query(50, ge=1, le=1000),
     offset: Offset = 0,
 ):
     """Runs, newest first. A run's start is asv's, or its upload time where asv recorded none."""
     page = queries.list_runs(
-        conn, branch=branch, gpu=gpu, machine=machine, commit=commit, pr_number=pr, since=since, until=until,
-        limit=limit, offset=offset,
+        conn,
+        branch=branch,
+        gpu=gpu,
+        machine=machine,
+        commit=commit,
+        pr_number=pr,
+        since=since,
+        until=until,
+        limit=limit,
+        offset=offset,
     )
     return RunPage(**page.__dict__)
 
@@ -50,4 +60,6 @@ def get_run_results(
     """Every result of a run with its case's labels, samples, verdict and GPU state, a page at a time."""
     if not queries.run_exists(conn, run_id):
         raise HTTPException(404, f"no run {run_id}")
-    return RunResultPage(**queries.run_results(conn, run_id, limit=limit, offset=offset, with_samples=samples).__dict__)
+    return RunResultPage(
+        **queries.run_results(conn, run_id, limit=limit, offset=offset, with_samples=samples).__dict__
+    )

@@ -8,8 +8,12 @@ from tewatch.store import queries
 router = APIRouter(tags=["series"])
 
 
-@router.get("/api/v1/series/{series_id}", response_model=SeriesAnswer, response_model_exclude_none=False,
-            responses=NOT_FOUND)
+@router.get(
+    "/api/v1/series/{series_id}",
+    response_model=SeriesAnswer,
+    response_model_exclude_none=False,
+    responses=NOT_FOUND,
+)
 def get_series(
     series_id: PathInt,
     conn: ReadConnection,

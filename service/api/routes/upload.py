@@ -1,5 +1,5 @@
 import time
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response, status
 from sqlalchemy.exc import DBAPIError
@@ -8,7 +8,7 @@ from starlette.concurrency import run_in_threadpool
 
 from tewatch.alerts.service_hooks import detect_after_upload_task
 from tewatch.api.deps import get_engine, get_settings, require_token
-from tewatch.api.schemas import BUSY, ErrorAnswer, UploadAnswer
+from tewatch.api.schemas import BUSY, ErrorAnswer, Responses, UploadAnswer
 from tewatch.api.upload_body import bundle_from_form, parse_form, read_limited_body
 from tewatch.ingest.bounds import UploadBounds
 from tewatch.ingest.errors import IngestError
@@ -17,13 +17,17 @@ from tewatch.store.contention import busy_reason
 
 router = APIRouter(tags=["upload"])
 
-REFUSED_OR_MALFORMED = {
+REFUSED_OR_MALFORMED: dict[str, Any] = {
     "description": "a record the store cannot keep, naming its file and field; or a malformed `detect`",
     "content": {"application/json": {"schema": {"anyOf": [
         {"$ref": "#/components/schemas/ErrorAnswer"}, {"$ref": "#/components/schemas/HTTPValidationError"},
     ]}}},
 }  # fmt: skip
-ERRORS = {**{code: {"model": ErrorAnswer} for code in (400, 401, 413, 415)}, 422: REFUSED_OR_MALFORMED, **BUSY}
+ERRORS: Responses = {
+    **{code: {"model": ErrorAnswer} for code in (400, 401, 413, 415)},
+    422: REFUSED_OR_MALFORMED,
+    **BUSY,
+}
 
 
 @router.post(
@@ -59,7 +63,10 @@ ERRORS = {**{code: {"model": ErrorAnswer} for code in (400, 401, 413, 415)}, 422
     },
 )
 async def upload_run(
-    request: Request, response: Response, background: BackgroundTasks, _: Annotated[None, Depends(require_token)],
+    request: Request,
+    response: Response,
+    background: BackgroundTasks,
+    _: Annotated[None, Depends(require_token)],
     detect: Literal["now", "later"] = "now",
 ) -> UploadAnswer:
     """Store what one `asv run` left behind (see docs/records.md). The same upload twice answers 200

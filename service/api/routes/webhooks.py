@@ -21,14 +21,20 @@ from tewatch.store.database import write_session
 router = APIRouter(tags=["webhooks"], dependencies=[Depends(require_token)])
 
 
-@router.post("/api/v1/webhooks", response_model=SubscriptionOut, status_code=status.HTTP_201_CREATED,
-             responses={422: {}, **BUSY})
+@router.post(
+    "/api/v1/webhooks",
+    response_model=SubscriptionOut,
+    status_code=status.HTTP_201_CREATED,
+    responses={422: {}, **BUSY},
+)
 def create_subscription(request: Request, body: SubscriptionIn):
     """Subscribe a URL to event types (regression.detected, correctness.failed, pr.report). The secret
     signs every body (X-Tewatch-Signature-256) and is never shown again."""
     with write_session(get_engine(request)) as session:
         try:
-            subscription = add_subscription(session, body.url, body.secret, body.event_types, body.description)
+            subscription = add_subscription(
+                session, body.url, body.secret, body.event_types, body.description
+            )
         except SubscriptionError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from exc
         return SubscriptionOut.model_validate(subscription)
@@ -40,8 +46,11 @@ def list_subscriptions(request: Request):
         return active_subscriptions(session)
 
 
-@router.delete("/api/v1/webhooks/{subscription_id}", status_code=status.HTTP_204_NO_CONTENT,
-               responses={**NOT_FOUND, **BUSY})
+@router.delete(
+    "/api/v1/webhooks/{subscription_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={**NOT_FOUND, **BUSY},
+)
 def delete_subscription(request: Request, subscription_id: PathInt):
     with write_session(get_engine(request)) as session:
         try:
@@ -63,8 +72,11 @@ def list_deliveries(
         return queries.list_deliveries(session, status, subscription_id, min(max(limit, 1), 1000))
 
 
-@router.post("/api/v1/webhooks/deliveries/{delivery_id}/redeliver", response_model=DeliveryOut,
-             responses={**NOT_FOUND, **BUSY})
+@router.post(
+    "/api/v1/webhooks/deliveries/{delivery_id}/redeliver",
+    response_model=DeliveryOut,
+    responses={**NOT_FOUND, **BUSY},
+)
 def redeliver(request: Request, delivery_id: str):
     """Send a delivery again (same delivery id), e.g. after it failed its last attempt."""
     with write_session(get_engine(request)) as session:

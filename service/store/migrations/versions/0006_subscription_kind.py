@@ -17,9 +17,15 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.add_column("webhook_subscriptions", sa.Column(
-        "kind", sa.Enum("webhook", "github", name="subscription_kind", native_enum=False, length=16),
-        nullable=False, server_default="webhook"))
+    op.add_column(
+        "webhook_subscriptions",
+        sa.Column(
+            "kind",
+            sa.Enum("webhook", "github", name="subscription_kind", native_enum=False, length=16),
+            nullable=False,
+            server_default="webhook",
+        ),
+    )
 
 
 def downgrade() -> None:

@@ -36,7 +36,9 @@ REBUILD = {
     ),
     "latest_branch_verdicts": (
         "branch, case_id, run_id, verdict_id, committed_at, started_at",
-        RANKED.format(branch="r.branch AS branch,", partition="r.branch,", where="WHERE r.branch IS NOT NULL"),
+        RANKED.format(
+            branch="r.branch AS branch,", partition="r.branch,", where="WHERE r.branch IS NOT NULL"
+        ),
     ),
 }
 BY_RUN_ID = {
@@ -63,8 +65,12 @@ def upgrade() -> None:
         op.add_column(table, sa.Column("committed_at", sa.DateTime(timezone=True), nullable=True))
         op.add_column(table, sa.Column("started_at", sa.DateTime(timezone=True), nullable=True))
         op.execute(f"DELETE FROM {table}")
-        statement = sa.text(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM ({ranked}) ranked WHERE place = 1")
-        op.get_bind().execute(statement.bindparams(sa.bindparam("no_date", NO_DATE, type_=sa.DateTime(timezone=True))))
+        statement = sa.text(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} FROM ({ranked}) ranked WHERE place = 1"
+        )
+        op.get_bind().execute(
+            statement.bindparams(sa.bindparam("no_date", NO_DATE, type_=sa.DateTime(timezone=True)))
+        )
 
 
 def downgrade() -> None:
