@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -185,8 +186,17 @@ def _put_back(machine_dir: Path, head: str, sha: str, staging: Path) -> None:
         results.refile(left, sha)
 
 
+def interruptible() -> None:
+    """Let SIGINT stop the run even where it was started ignoring it: a shell script's background job
+    (`job ... &`, `setsid bash -c ... &`) starts with SIGINT ignored, and `timeout --signal=INT` would then
+    not stop the run until its SIGKILL, which loses what the put-back keeps."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = None) -> RunOutcome:
     opts.validate()
+    interruptible()
     started = datetime.now(UTC)
     t0 = time.monotonic()
     results_dir = (opts.results_dir or default_results_dir(opts.project)).resolve()

@@ -185,9 +185,15 @@ def test_a_chunk_cut_off_by_a_time_limit_leaves_the_earlier_chunk_as_it_was(
     before = sorted(p.name for p in machine_dir.glob("*.tewatch/cases/*.json"))
 
     command, env = _runner(project, tmp_path, *common, "--bench", r"^linear\.")
-    # as `timeout --signal=INT` does: the signal goes to the runner's whole process group
+    # as `timeout --signal=INT` does: the signal goes to the runner's whole process group; the runner
+    # starts with SIGINT ignored, as a shell script's background job does
     with subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+        command,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     ) as second:
         deadline = time.monotonic() + 600
         while not list(machine_dir.glob(".tewatch-staging-*/cases/linear.*.json")):
