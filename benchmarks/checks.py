@@ -288,28 +288,35 @@ LINEAR_RECIPES = (["bf16", "fp8-delayed", "fp8-current", "fp8-block", "mxfp8", "
 SEQUENCES = ["train-eval-train", "dynamic-sequence"]
 
 
-class CompileSequence(Case):
-    param_names = ["recipe", "sequence"]
-    params = [LINEAR_RECIPES, SEQUENCES]
-    op = "linear_compile_sequence"
+class _CompiledVsEager(Case):
+    """A recipe's module compiled (default mode) against eager on a 3-D input; params: recipe, then what
+    else the case varies, labelled by its name."""
+
     main_check = "compiled_vs_eager"
     one_shot = True
     timeout = 600
 
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
         backend = "torch-ref" if p["recipe"] == "torch-ref" else "te"
+        varied = self.param_names[1]
         # no mode or rank label: the compile-vs-eager grid is LinearFwdBwd's
         return {
             "backend": backend,
             "recipe": p["recipe"],
             "compile_mode": "default",
             "input_rank": 3,
-            "sequence": p["sequence"],
+            varied: p[varied],
             "op": self.op,
         }
 
     def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:
         return ("torch-ref", "nvfp4") if p["recipe"] == "torch-ref" else ("te", p["recipe"])
+
+
+class CompileSequence(_CompiledVsEager):
+    param_names = ["recipe", "sequence"]
+    params = [LINEAR_RECIPES, SEQUENCES]
+    op = "linear_compile_sequence"
 
     def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
         import torch
@@ -387,7 +394,7 @@ LAYERS = ["LayerNormMLP", "TransformerLayer"]
 LAYER_TOLERANCE = 0.02
 
 
-class CompiledLayer(Case):
+class CompiledLayer(_CompiledVsEager):
     """A whole layer compiled vs eager on a (batch, seq, hidden) input: a step, an update of the weights in
     place (as an optimizer step or a loaded checkpoint does), another step. Output, input gradient and every
     weight gradient within LAYER_TOLERANCE of eager's; the 3-D compile bug only surfaced end to end."""
@@ -395,28 +402,9 @@ class CompiledLayer(Case):
     param_names = ["recipe", "layer"]
     params = [LINEAR_RECIPES, LAYERS]
     op = "layer_compile"
-    main_check = "compiled_vs_eager"
-    one_shot = True
-    timeout = 600
-
-    def labels(self, p: dict[str, Any]) -> dict[str, Any]:
-        backend = "torch-ref" if p["recipe"] == "torch-ref" else "te"
-        return {
-            "backend": backend,
-            "recipe": p["recipe"],
-            "compile_mode": "default",
-            "input_rank": 3,
-            "layer": p["layer"],
-            "op": self.op,
-        }
-
-    def gate_key(self, p: dict[str, Any]) -> tuple[str, str]:
-        return ("torch-ref", "nvfp4") if p["recipe"] == "torch-ref" else ("te", p["recipe"])
 
     def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
         import torch
-
-        from benchmarks.harness.numerics import max_abs_difference
 
         make_layer, autocast = _layer_builders(p["recipe"], p["layer"], profile)
         eager, compiled = make_layer(), make_layer()
@@ -451,9 +439,7 @@ class CompiledLayer(Case):
                 for k in want
             }
             worst = max(errors, key=lambda k: errors[k])
-            exact = sorted(
-                k for k in want if got[k].shape == want[k].shape and max_abs_difference(got[k], want[k]) == 0
-            )
+            exact = [k for k in want if _max_difference(got[k], want[k]) == 0]
             self.record.add(
                 records.compare(
                     f"compiled_vs_eager_{name}",
@@ -475,9 +461,9 @@ def _layer_input_shape(profile: Profile) -> tuple[int, int, int]:
 
 def _layer_builders(recipe: str, layer: str, profile: Profile) -> tuple[Any, Any]:
     """(make a fresh layer, the autocast context factory)."""
-    import contextlib
-
     import torch
+
+    from benchmarks.linear import autocast_for
 
     hidden = _layer_input_shape(profile)[2]
     if recipe == "torch-ref":
@@ -489,13 +475,11 @@ def _layer_builders(recipe: str, layer: str, profile: Profile) -> tuple[Any, Any
             torch.manual_seed(1)
             return EmulatedNVFP4LayerNormMLP(hidden, 4 * hidden, profile.device, torch.bfloat16)
 
-        return make_emulated, contextlib.nullcontext
+        return make_emulated, autocast_for(recipe)
 
-    from benchmarks.harness import te_ops
     from benchmarks.harness.te_import import import_transformer_engine
 
     te = import_transformer_engine()
-    te_recipe = te_ops.recipe(recipe)
 
     def make_te() -> Any:
         torch.manual_seed(1)
@@ -513,10 +497,7 @@ def _layer_builders(recipe: str, layer: str, profile: Profile) -> tuple[Any, Any
             **common,
         )
 
-    def autocast() -> Any:
-        return te.autocast(enabled=te_recipe is not None, recipe=te_recipe)
-
-    return make_te, autocast
+    return make_te, autocast_for(recipe)
 
 
 def _update_in_place(*layers: Any) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 from benchmarks.harness import records
@@ -169,6 +170,23 @@ class LinearFwdBwd(Case):
         )
 
 
+def autocast_for(recipe: str) -> Callable[[], Any]:
+    """The autocast context factory of a recipe: TE's autocast with the recipe, none for torch-ref."""
+    if recipe == "torch-ref":
+        return contextlib.nullcontext
+
+    from benchmarks.harness import te_ops
+    from benchmarks.harness.te_import import import_transformer_engine
+
+    te = import_transformer_engine()
+    te_recipe = te_ops.recipe(recipe)
+
+    def autocast() -> Any:
+        return te.autocast(enabled=te_recipe is not None, recipe=te_recipe)
+
+    return autocast
+
+
 def _builders(recipe: str, in_f: int, out_f: int, device: str) -> tuple[Any, Any]:
     """(make a fresh module, the autocast context factory) for a recipe."""
     import torch
@@ -180,23 +198,17 @@ def _builders(recipe: str, in_f: int, out_f: int, device: str) -> tuple[Any, Any
             torch.manual_seed(1)
             return EmulatedNVFP4Linear(in_f, out_f, device=device, dtype=torch.bfloat16)
 
-        return make_emulated, contextlib.nullcontext
+        return make_emulated, autocast_for(recipe)
 
-    from benchmarks.harness import te_ops
     from benchmarks.harness.te_import import import_transformer_engine
 
     te = import_transformer_engine()
-
-    te_recipe = te_ops.recipe(recipe)
 
     def make_te() -> Any:
         torch.manual_seed(1)
         return te.Linear(in_f, out_f, bias=False, params_dtype=torch.bfloat16, device="cuda")
 
-    def autocast() -> Any:
-        return te.autocast(enabled=te_recipe is not None, recipe=te_recipe)
-
-    return make_te, autocast
+    return make_te, autocast_for(recipe)
 
 
 def _forward(module: Any, autocast: Any) -> Any:
