@@ -19,6 +19,7 @@ emulated Linear the same way on CPU with gloo.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from benchmarks.harness import gates, records
@@ -43,6 +44,38 @@ class _LaunchedCase:
 
     record: records.CaseRecord
     samples: list[float]
+
+    def _gate(self, backend: str, recipe: str, world_size: int, device: str) -> None:
+        """Record and raise (asv's skip) when the case cannot run here."""
+        try:
+            reason = unsupported_reason(backend, recipe, world_size, device)
+        except Exception as exc:  # Transformer Engine cannot be asked: an error, not a gate
+            self._finish(records.from_exception("capability", exc))
+            raise
+        if reason:
+            self._finish(records.Check(check="capability", status="unsupported", reason=reason))
+            raise NotImplementedError(reason)
+
+    def _launch(self, rank_fn: Callable[..., Any], job: Any, world_size: int, device: str) -> Any:
+        """The ranks' outcome; a launch that fails, or ranks that do not all report, are recorded and raised."""
+        from benchmarks.harness.distributed.launcher import launch
+
+        try:
+            outcome = launch(
+                rank_fn,
+                job,
+                world_size,
+                device,
+                deadline_s=_DIST.deadline_s,
+                collective_timeout_s=_DIST.deadline_s + 60,
+            )
+        except Exception as exc:
+            self._finish(records.from_exception("launch", exc))
+            raise
+        if outcome.status != "ok":
+            self._finish(*verdict.failure_checks(outcome))
+            raise LaunchFailed(outcome.message)
+        return outcome
 
     def _finish(self, *checks: records.Check) -> None:
         for check in checks:
@@ -73,7 +106,6 @@ class LinearTensorParallel(_LaunchedCase):
     timeout = _DIST.deadline_s + 60
 
     def setup(self, recipe: str, world_size: int, parallel: str, sequence_parallel: bool, mode: str) -> None:
-        from benchmarks.harness.distributed.launcher import launch
         from benchmarks.harness.distributed.scenario import Scenario
         from benchmarks.harness.distributed.worker import run_scenario
 
@@ -82,14 +114,7 @@ class LinearTensorParallel(_LaunchedCase):
         backend = BACKEND_OF[recipe]
         self.record = records.CaseRecord(case=CASE, params=p, labels=labels(p, device))
         print(f"{records.CASE_MARKER}{self.record.case_id}", file=sys.stderr, flush=True)
-        try:
-            reason = unsupported_reason(backend, recipe, world_size, device)
-        except Exception as exc:  # Transformer Engine cannot be asked: an error, not a gate
-            self._finish(records.from_exception("capability", exc))
-            raise
-        if reason:
-            self._finish(records.Check(check="capability", status="unsupported", reason=reason))
-            raise NotImplementedError(reason)
+        self._gate(backend, recipe, world_size, device)
         scenario = Scenario(
             backend=backend,
             recipe=recipe,
@@ -102,21 +127,7 @@ class LinearTensorParallel(_LaunchedCase):
             out_features=_DIST.out_features,
             timing=_DIST.timing,
         )
-        try:
-            outcome = launch(
-                run_scenario,
-                scenario,
-                world_size,
-                device,
-                deadline_s=_DIST.deadline_s,
-                collective_timeout_s=_DIST.deadline_s + 60,
-            )
-        except Exception as exc:
-            self._finish(records.from_exception("launch", exc))
-            raise
-        if outcome.status != "ok":
-            self._finish(*verdict.failure_checks(scenario, outcome))
-            raise LaunchFailed(outcome.message)
+        outcome = self._launch(run_scenario, scenario, world_size, device)
         for name, (value, unit) in verdict.metrics(scenario, outcome.reports).items():
             self.record.metric(name, value, unit)
         self.record.gpu_state = verdict.gpu_state(outcome.reports)
@@ -140,7 +151,6 @@ if _DIST.fsdp_checkpoint:
 
         def setup(self, recipe: str, world_size: int) -> None:
             from benchmarks.harness.distributed import fsdp_checkpoint
-            from benchmarks.harness.distributed.launcher import launch
 
             device = current_profile().device
             backend = "torch-ref" if recipe == "torch-ref" else "te"
@@ -157,14 +167,7 @@ if _DIST.fsdp_checkpoint:
                 },
             )
             print(f"{records.CASE_MARKER}{self.record.case_id}", file=sys.stderr, flush=True)
-            try:
-                reason = unsupported_reason(backend, recipe, world_size, device)
-            except Exception as exc:  # Transformer Engine cannot be asked: an error, not a gate
-                self._finish(records.from_exception("capability", exc))
-                raise
-            if reason:
-                self._finish(records.Check(check="capability", status="unsupported", reason=reason))
-                raise NotImplementedError(reason)
+            self._gate(backend, recipe, world_size, device)
             assert _DIST.fsdp_checkpoint is not None  # the class exists only where the profile sizes it
             in_f, out_f, tokens = _DIST.fsdp_checkpoint
             job = fsdp_checkpoint.FsdpJob(
@@ -176,21 +179,7 @@ if _DIST.fsdp_checkpoint:
                 out_features=out_f,
                 tokens=tokens,
             )
-            try:
-                outcome = launch(
-                    fsdp_checkpoint.run_fsdp_checkpoint,
-                    job,
-                    world_size,
-                    device,
-                    deadline_s=_DIST.deadline_s,
-                    collective_timeout_s=_DIST.deadline_s + 60,
-                )
-            except Exception as exc:
-                self._finish(records.from_exception("launch", exc))
-                raise
-            if outcome.status != "ok":
-                self._finish(*verdict.launch_failure_checks(outcome))
-                raise LaunchFailed(outcome.message)
+            outcome = self._launch(fsdp_checkpoint.run_fsdp_checkpoint, job, world_size, device)
             self._finish(*fsdp_checkpoint.case_checks(outcome.reports))
             self.samples = [max(r["seconds"] for r in outcome.reports)]
 

@@ -119,7 +119,7 @@ def test_fewer_gpus_than_ranks_is_unsupported_before_any_launch(monkeypatch, tmp
 
 def test_a_rank_that_raises_in_the_step_is_the_steps_error_with_its_exception():
     from benchmarks.harness.distributed.launcher import LaunchOutcome, RankResult
-    from benchmarks.harness.distributed.verdict import launch_failure_checks
+    from benchmarks.harness.distributed.verdict import failure_checks
 
     error = {
         "status": "error",
@@ -136,6 +136,6 @@ def test_a_rank_that_raises_in_the_step_is_the_steps_error_with_its_exception():
         message="rank 1: AssertionError: no fsdp_pre_all_gather",
         failed_rank=1,
     )
-    (check,) = launch_failure_checks(outcome)
+    (check,) = failure_checks(outcome)
     assert (check.check, check.status, check.exception_class) == ("fsdp_step", "error", "AssertionError")
     assert check.message.startswith("rank 1:")

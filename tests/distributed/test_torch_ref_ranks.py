@@ -72,14 +72,14 @@ def test_columnwise_data_gathered_without_reorganising_it_fails(parallel):
 
 
 def test_a_hung_rank_becomes_a_timeout_verdict():
-    scenario, outcome = _run("column", True, fault="hang", deadline_s=12)
-    (check,) = verdict.failure_checks(scenario, outcome)
+    _, outcome = _run("column", True, fault="hang", deadline_s=12)
+    (check,) = verdict.failure_checks(outcome)
     assert check.status == "timeout"
 
 
 def test_a_rank_that_raises_becomes_an_error_of_the_sharded_step():
-    scenario, outcome = _run("row", True, fault="raise")
-    (check,) = verdict.failure_checks(scenario, outcome)
+    _, outcome = _run("row", True, fault="raise")
+    (check,) = verdict.failure_checks(outcome)
     assert (check.status, check.check, check.exception_class) == (
         "error",
         "sharded_vs_single_gpu",

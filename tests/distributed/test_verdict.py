@@ -125,7 +125,7 @@ def test_a_timeout_is_a_timeout_verdict():
         70.0,
         message="rank(s) [0, 1] still running after the 60 s deadline",
     )
-    (check,) = verdict.failure_checks(_scenario(), outcome)
+    (check,) = verdict.failure_checks(outcome)
     assert check.status == "timeout" and check.check == "launch" and "60 s deadline" in check.message
 
 
@@ -145,7 +145,7 @@ def test_a_rank_exception_is_filed_under_its_phase_and_an_oom_stays_an_oom():
         message="rank 1: RuntimeError: bad shape",
         failed_rank=1,
     )
-    (check,) = verdict.failure_checks(_scenario(mode="default"), outcome)
+    (check,) = verdict.failure_checks(outcome)
     assert (check.check, check.status, check.exception_class) == (
         "compiled_vs_eager",
         "error",
@@ -154,7 +154,7 @@ def test_a_rank_exception_is_filed_under_its_phase_and_an_oom_stays_an_oom():
     assert check.message == "rank 1: RuntimeError: bad shape" and check.traceback_head == "Traceback ..."
     oom = dict(error, status="oom", exception_class="OutOfMemoryError", phase="timing")
     outcome.ranks[1] = RankResult(1, "oom", 1, error=oom)
-    (check,) = verdict.failure_checks(_scenario(), outcome)
+    (check,) = verdict.failure_checks(outcome)
     assert (check.check, check.status) == ("timing", "oom")
 
 
@@ -166,5 +166,5 @@ def test_a_crash_without_a_report_is_an_error():
         message="rank 1 exited with status -11 without a report",
         failed_rank=1,
     )
-    (check,) = verdict.failure_checks(_scenario(), outcome)
+    (check,) = verdict.failure_checks(outcome)
     assert (check.status, check.exception_class, check.check) == ("error", "RankCrashed", "launch")

@@ -117,13 +117,9 @@ def case_checks(scenario: Scenario, reports: list[dict[str, Any]]) -> list[Check
     return checks
 
 
-def failure_checks(scenario: Scenario, outcome: LaunchOutcome) -> list[Check]:
-    """One check that says why a launch gave no reports."""
-    return launch_failure_checks(outcome)
-
-
-def launch_failure_checks(outcome: LaunchOutcome) -> list[Check]:
-    """The same for any rank function: a phase without a check of its own names the check."""
+def failure_checks(outcome: LaunchOutcome) -> list[Check]:
+    """One check that says why a launch gave no reports (any rank function: a phase without a check of
+    its own names the check)."""
     if outcome.status == "timeout":
         return [Check(check="launch", status="timeout", message=outcome.message)]
     failed = outcome.failure()
