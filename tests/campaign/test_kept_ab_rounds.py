@@ -6,14 +6,11 @@ compared round by round."""
 import ast
 import itertools
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.campaign.replay import FIXTURES, replay_campaign
 from tewatch.detect.compare import ComparePair, CompareVerdict, Side, compare_sweep
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures"
 # te-ref quantize +6 % is about 0.3 % of a te.Linear step of TE's reference recipe: below min_effect
 TOO_SMALL_TO_MATTER = {
     f"linear.LinearFwdBwd(mode={mode}, rank={rank}, recipe=nvfp4-ref)"
@@ -24,30 +21,7 @@ TOO_SMALL_TO_MATTER = {
 
 def _compared_again(kept: Path, out: Path) -> tuple[dict, dict]:
     """(the campaign's score of the head's cases, the pr.report's data)."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tewatch",
-            "campaign",
-            "--base-results",
-            str(kept / "base-results"),
-            "--head-results",
-            str(kept / "head-results"),
-            "--pr",
-            "1",
-            "--out",
-            str(out),
-            "--project",
-            str(ROOT),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    scored = json.loads((out / "summary.json").read_text())["perturbations"]
+    scored = replay_campaign(kept / "base-results", kept / "head-results", out)["perturbations"]
     [report] = [json.loads(p.read_text())["body"]["data"] for p in (out / "webhooks").glob("*pr.report*")]
     return scored, report
 

@@ -2,40 +2,15 @@
 the sized slowdowns against the base, and the A/A arm against the base, one process per case and side.
 The campaign scores its pull request against the perturbations each head case ran (campaign/scoring)."""
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-KEPT = ROOT / "tests" / "fixtures" / "h200-ab-quick"
+from tests.campaign.replay import FIXTURES, replay_campaign
+
+KEPT = FIXTURES / "h200-ab-quick"
 
 
 def _compare(arm: str, out: Path) -> dict:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tewatch",
-            "campaign",
-            "--base-results",
-            str(KEPT / "base-results"),
-            "--head-results",
-            str(KEPT / f"{arm}-results"),
-            "--pr",
-            "1",
-            "--out",
-            str(out),
-            "--project",
-            str(ROOT),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads((out / "summary.json").read_text())["perturbations"]
+    return replay_campaign(KEPT / "base-results", KEPT / f"{arm}-results", out)["perturbations"]
 
 
 def test_the_extra_fp8_pass_is_found_in_kernel_time_where_event_time_cannot_see_it(tmp_path) -> None:

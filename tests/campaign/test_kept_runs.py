@@ -1,47 +1,18 @@
 """`tewatch campaign --base-results --head-results`: the kept H200 campaign's two runs compared again, through
 a real service, its detection and its webhooks, without running any suite."""
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-KEPT = ROOT / "tests" / "fixtures" / "h200-campaign"
+from tests.campaign.replay import FIXTURES, replay_campaign
+
+KEPT = FIXTURES / "h200-campaign"
 
 
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("recompared")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tewatch",
-            "campaign",
-            "--base-results",
-            str(KEPT / "base-results"),
-            "--head-results",
-            str(KEPT / "head-results"),
-            "--perturb",
-            "te-ref-slow-quantize,fp8-current-collapsed-transpose",
-            "--pr",
-            "1",
-            "--out",
-            str(out),
-            "--project",
-            str(ROOT),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert not (out / "base-results").exists() and not (out / "head-results").exists()  # nothing ran
-    return json.loads((out / "summary.json").read_text())
+    perturb = ("--perturb", "te-ref-slow-quantize,fp8-current-collapsed-transpose")
+    return replay_campaign(KEPT / "base-results", KEPT / "head-results", out, *perturb)
 
 
 def test_the_pull_request_breaks_exactly_the_fp8_current_contract_at_ranks_3_and_4(compared: dict) -> None:
