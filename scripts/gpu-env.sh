@@ -8,7 +8,8 @@
 # On an ordinary GPU runner none of this is needed: pip install "transformer_engine[pytorch]" and
 # `pip install -e .[suites]` (README).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-bash .te/install-te.sh || return 1
+# TE into the image's Python from .te/; runs of several releases use scripts/gpu-te-prefix.sh instead
+if [[ -d .te ]]; then bash .te/install-te.sh || return 1; fi
 python3 -m pip install -q --no-index --no-deps .whl/*.whl || return 1
 # the package `tewatch` is service/ with dashboards/ inside (pyproject's package-dir), without an install
 rm -rf /tmp/tewatch-path && mkdir -p /tmp/tewatch-path && cp -rs "$PWD/service" /tmp/tewatch-path/tewatch \

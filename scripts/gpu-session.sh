@@ -20,6 +20,12 @@
 #        with AB_ARMS=3 also an A/A arm of the base's own code (pull request 2), with CUDA_TESTS=1 the
 #        emulation's CUDA tests first (`cuda_tests`), and with CHECKS_UNTIL=SECONDS the full profile's
 #        general checks after it (`checks`), in chunks, until that many seconds after the plan started.
+#   releases (kind nvidia-h200): the quick profile on each TE release of RELEASES, oldest first, each
+#        installed side by side by scripts/gpu-te-prefix.sh into /opt/te/VERSION (a plan waits up to
+#        10 minutes for a prefix: a later call may still be bringing its wheels) and filed under its
+#        release commit (`release_VERSION`); then, until RELEASES_UNTIL seconds after the plan started,
+#        the full profile's general checks that quick leaves out, release by release in CHECK_RELEASES
+#        order (`checks_VERSION`).
 # `campaign`: the quick profile on TE as installed (its base run, timed as a whole) and, as pull request
 # 1 on the same GPU, again with two documented changes applied at import.
 # Every results folder has its own inductor cache (tewatch run's default), so compile times stay cold.
@@ -83,10 +89,47 @@ plan_ab() {
   fi
 }
 
+# release -> its commit in TE's repository (the tag; 2.19: release_v2.19's head); none: the version's stand-in
+declare -A RELEASE_COMMIT=([2.18.0]=27486e03cfc1fa41f6932dcecdc47c71c47eac3e
+                           [2.19.0]=b447576330f26e0884909ae054a6f9ad5ec617f2)
+CHUNKS_QUICK=("^(contracts|gemm|quantize|rht)\\." "^linear\\." "^checks\\.")
+CHECKS_NOT_QUICK="^checks\\.(OddShapes|CompileSequence|CompiledLayer|DcpRoundTrip)"
+
+with_release() {  # with_release VERSION COMMAND...: the command with that release's TE first on the path
+  local version=$1 waited=0
+  shift
+  while [[ ! -f /opt/te/$version/.installed ]] && ((waited < 600)); do sleep 5; waited=$((waited + 5)); done
+  [[ -f /opt/te/$version/.installed ]] || { echo "TE $version was never installed"; return 1; }
+  PYTHONPATH=/opt/te/$version:/opt/te/deps:/opt/te/cudnn:$PYTHONPATH "$@"
+}
+
+release_run() {  # release_run VERSION RESULTS-DIR SECONDS PROFILE CHUNK...
+  local version=$1 dir=$2 seconds=$3 profile=$4 commit=()
+  shift 4
+  [[ -n ${RELEASE_COMMIT[$version]:-} ]] && commit=(--commit "${RELEASE_COMMIT[$version]}")
+  with_release "$version" in_chunks "$dir" "$seconds" --profile "$profile" "${commit[@]}" -- "$@"
+}
+
+plan_releases() {
+  compile_threads=$(nproc)
+  local version until=${RELEASES_UNTIL:-1350}
+  for version in ${RELEASES:-2.18.0 2.19.0 2.20.2}; do
+    CUDA_VISIBLE_DEVICES=0 job "release_$version" release_run "$version" "$results/release_$version" 600 quick \
+      "${CHUNKS_QUICK[@]}"
+  done
+  for version in ${CHECK_RELEASES:-2.20.2 2.18.0 2.19.0}; do
+    ((until - SECONDS < 90)) && break
+    CUDA_VISIBLE_DEVICES=0 job "checks_$version" release_run "$version" "$results/checks_$version" \
+      $((until - SECONDS)) full "$CHECKS_NOT_QUICK"
+  done
+}
+
 pack() {
-  local name
-  for name in full campaign distributed harness cuda_tests campaign_ab checks; do
-    if [[ -f $results/$name.done && ! -f $results/$name.packed ]]; then
+  local done name
+  for done in "$results"/*.done; do
+    [[ -f $done ]] || continue
+    name=$(basename "$done" .done)
+    if [[ ! -f $results/$name.packed ]]; then
       tar czf "$OUT/$name.tar.gz" -C "$results" --exclude=.inductor-cache --ignore-failed-read "$name" \
         "$name.log" "$name.done" \
         && touch "$results/$name.packed"
@@ -109,7 +152,7 @@ case $cmd in
     source scripts/gpu-env.sh || exit 1
     nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm --format=csv,noheader
     nvidia-smi topo -m
-    [[ $(type -t "plan_$plan_name") == function ]] || { echo "no plan $plan_name (x2, campaign, ab)" >&2; exit 2; }
+    [[ $(type -t "plan_$plan_name") == function ]] || { echo "no plan $plan_name (x2, campaign, ab, releases)" >&2; exit 2; }
     setsid bash -c "source scripts/gpu-session.sh plan-only; plan_$plan_name; touch $results/plan.finished" \
       >"$results/plan.log" 2>&1 </dev/null &
     budget=$((budget - SECONDS))
@@ -118,5 +161,5 @@ case $cmd in
     export PYTHONPATH=/tmp/tewatch-path:$PWD${PYTHONPATH:+:$PYTHONPATH}
     wait_for_plan ;;
   plan-only) ;;  # sourced by the background shell for its functions
-  *) echo "usage: $0 start [SECONDS] [x2|campaign|ab] | wait [SECONDS]" >&2; exit 2 ;;
+  *) echo "usage: $0 start [SECONDS] [x2|campaign|ab|releases] | wait [SECONDS]" >&2; exit 2 ;;
 esac

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tewatch.core import stderr_log_file
+
 ASV_SIDE_FILES = {"machine.json", "benchmarks.json"}
 SIDECAR_SUFFIX = ".tewatch"
 
@@ -57,14 +59,13 @@ def _run_files(result: Path, results_dir: Path) -> RunFiles:
         raise DiscoveryError(f"{result}: no benchmarks.json in {results_dir} or below it")
     sidecar = result.with_suffix(SIDECAR_SUFFIX)
     run = sidecar / "run.json"
-    stderr = sidecar / "asv-stderr.log"
     return RunFiles(
         result=result,
         machine=machine,
         benchmarks=benchmarks,
         run=run if run.is_file() else None,
         cases=sorted((sidecar / "cases").glob("*.json")),
-        asv_stderr=stderr if stderr.is_file() else None,
+        asv_stderr=stderr_log_file.find(sidecar),
     )
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from tewatch.core import stderr_log_file
 from tewatch.ingest.asv_files import (
     AsvResults,
     BenchmarkInfo,
@@ -180,11 +181,20 @@ def build_plan(bundle: UploadBundle, bounds: UploadBounds = UNBOUNDED) -> RunPla
     run_record = parse_record(RunRecord, bundle.run, "run") if bundle.run is not None else None
     bounds.check_cases(len(bundle.cases), "cases", None, f"{len(bundle.cases):,} case records")
     records = _case_records(bundle)
-    stderr = bundle.asv_stderr.decode("utf-8", errors="replace") if bundle.asv_stderr else ""
+    stderr = _stderr_text(bundle.asv_stderr)
     plan = _Planner(bundle, results, infos, machine_keys, run_record, records, stderr).plan()
     bounds.check_results(len(plan.results), "cases", "metrics", "asv's results and the case records' metrics")
     bounds.check_cases(len(plan.cases), "result", "results", "in its results and case records")
     return plan
+
+
+def _stderr_text(content: bytes | None) -> str:
+    if not content:
+        return ""
+    try:
+        return stderr_log_file.decode(content)
+    except stderr_log_file.StderrLogError as exc:
+        raise IngestError(str(exc), file="asv_stderr") from None
 
 
 def _case_records(bundle: UploadBundle) -> dict[str, CaseRecord]:
@@ -453,7 +463,7 @@ class _Planner:
             return Check(
                 status="error",
                 check="asv",
-                message=f"asv stored no result for {benchmark} and asv-stderr.log has no text for it",
+                message=f"asv stored no result for {benchmark} and asv's stderr log has no text for it",
             )
         first = next((t for t in found if t.timed_out), found[0])
         return Check(

@@ -1,4 +1,4 @@
-"""The sidecar folder beside a results file (docs/records.md): run.json, cases/, asv-stderr.log.
+"""The sidecar folder beside a results file (docs/records.md): run.json, cases/, asv-stderr.log.gz.
 
 The suites write case records while they run; here the run is closed: cases that asv failed without
 a record get one built from the error text asv printed, and run.json gets the run's context.

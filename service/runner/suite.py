@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tewatch.core import stderr_log_file
 from tewatch.runner import machine, results, sidecar
 from tewatch.runner.commit import choose_commit
 
@@ -282,8 +283,7 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
     staged_cases.mkdir(parents=True, exist_ok=True)
     staged_cases.rename(side / "cases")
     shutil.rmtree(staging, ignore_errors=True)
-    log_path = side / "asv-stderr.log"
-    log_path.write_text(log if not log_path.exists() else log_path.read_text() + "\n" + log)
+    stderr_log_file.append(side, log)
 
     benchmarks = results.load(results_dir / "benchmarks.json")
     case_results = list(results.iter_case_results(results.load(final), benchmarks))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import httpx
@@ -128,6 +129,15 @@ def not_utf8(parts):
     parts["run"][0] = ("run.json", b"\xff\xfe{}")
 
 
+def stderr_log_expanding_past_the_limit(parts):
+    parts["asv_stderr"] = [("asv-stderr.log.gz", gzip.compress(b"\n" * (64 * 1024 * 1024 + 1), mtime=0))]
+
+
+def stderr_log_cut_short(parts):
+    packed = gzip.compress(b"ops.track_share failed\n" * 100, mtime=0)
+    parts["asv_stderr"] = [("asv-stderr.log.gz", packed[: len(packed) // 2])]
+
+
 CASES = [
     (malformed_result, 400, ["result", "malformed JSON", "line 1 column"]),
     (truncated_result, 400, ["result", "malformed JSON"]),
@@ -154,6 +164,8 @@ CASES = [
     (year_one_started_at, 422, ["run", "started_at", "out of range"]),
     (nul_in_benchmark_name, 422, ["result", "NUL character"]),
     (surrogate_in_benchmark_name, 400, ["result", "line 1 column", "lone UTF-16 surrogate"]),
+    (stderr_log_expanding_past_the_limit, 422, ["asv_stderr", "expands past 64 MiB"]),
+    (stderr_log_cut_short, 422, ["asv_stderr", "cut short"]),
 ]
 
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tewatch.core import stderr_log_file
+
 REPO = Path(__file__).resolve().parents[2]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 SUITES = r"^(quantize|rht|gemm|linear|contracts)\."
@@ -148,7 +150,8 @@ def test_run_json_and_asv_output_are_kept(run: tuple, request: pytest.FixtureReq
     assert run_json["versions"]["asv"] == "0.6.6" and run_json["versions"]["torch"]
     assert run_json["launch_method"] == request.node.callspec.params["run"]
     assert run_json["fork_check"] == {"safe": True, "reason": "no GPU"}
-    log = (sidecar / "asv-stderr.log").read_text()
+    assert not (sidecar / stderr_log_file.PLAIN_NAME).exists()
+    log = stderr_log_file.read_text(sidecar)
     assert "tewatch-case: rht.Rht-" in log
 
 
