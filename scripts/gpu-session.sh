@@ -21,11 +21,16 @@
 #        emulation's CUDA tests first (`cuda_tests`), and with CHECKS_UNTIL=SECONDS the full profile's
 #        general checks after it (`checks`), in chunks, until that many seconds after the plan started.
 #   releases (kind nvidia-h200): the quick profile on each TE release of RELEASES, oldest first, each
-#        installed side by side by scripts/gpu-te-prefix.sh into /opt/te/VERSION (a plan waits up to
+#        installed side by side by scripts/gpu-te-prefix.sh into /opt/te/VERSION and made the interpreter's
+#        by a .pth file for its run (a plan waits up to
 #        10 minutes for a prefix: a later call may still be bringing its wheels) and filed under its
 #        release commit (`release_VERSION`); then, until RELEASES_UNTIL seconds after the plan started,
 #        the full profile's general checks that quick leaves out, release by release in CHECK_RELEASES
-#        order (`checks_VERSION`).
+#        order (`checks_VERSION`). One release's wheels fit a call: lay each out here in .te-VERSION (the
+#        three TE wheels of `TE_VERSION=... prepare-te.sh`), TE's Python needs in .te-deps and .te-cudnn,
+#        then call, back to back: (1) carry [.te-2.18.0, .te-deps]: gpu-te-prefix.sh each into /opt/te/;
+#        (2) carry [.te-2.19.0, .te-cudnn, .whl]: the same, then `start SECONDS releases`;
+#        (3) carry [.te-2.20.2]: gpu-te-prefix.sh, then `wait`; then `wait` until the plan finishes.
 # `campaign`: the quick profile on TE as installed (its base run, timed as a whole) and, as pull request
 # 1 on the same GPU, again with two documented changes applied at import.
 # Every results folder has its own inductor cache (tewatch run's default), so compile times stay cold.
@@ -95,12 +100,16 @@ declare -A RELEASE_COMMIT=([2.18.0]=27486e03cfc1fa41f6932dcecdc47c71c47eac3e
 CHUNKS_QUICK=("^(contracts|gemm|quantize|rht)\\." "^linear\\." "^checks\\.")
 CHECKS_NOT_QUICK="^checks\\.(OddShapes|CompileSequence|CompiledLayer|DcpRoundTrip)"
 
-with_release() {  # with_release VERSION COMMAND...: the command with that release's TE first on the path
-  local version=$1 waited=0
+with_release() {  # with_release VERSION COMMAND...: the command with that release's TE importable
+  local version=$1 waited=0 site
   shift
   while [[ ! -f /opt/te/$version/.installed ]] && ((waited < 600)); do sleep 5; waited=$((waited + 5)); done
   [[ -f /opt/te/$version/.installed ]] || { echo "TE $version was never installed"; return 1; }
-  PYTHONPATH=/opt/te/$version:/opt/te/deps:/opt/te/cudnn:$PYTHONPATH "$@"
+  # a .pth in the interpreter's site-packages, not PYTHONPATH: asv starts the cases without PYTHONPATH
+  site=$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  printf '%s\n' "/opt/te/$version" /opt/te/deps /opt/te/cudnn >"$site/tewatch-te-release.pth"
+  python3 -c 'import importlib.metadata as m; print("TE", m.version("transformer_engine"))' || return 1
+  "$@"
 }
 
 release_run() {  # release_run VERSION RESULTS-DIR SECONDS PROFILE CHUNK...

@@ -22,6 +22,7 @@ from tewatch.core import stderr_log_file
 from tewatch.runner import machine, results, sidecar
 from tewatch.runner.commit import choose_commit
 
+ASV_DROPPED_ENV = ("PYTHONPATH", "ASV_PYTHONPATH")
 # benchmarks/harness/preload.py's protocol (the runner never imports the suites)
 PRELOAD_ENV = "TEWATCH_PRELOAD"
 FORK_SAFE_ENV = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
@@ -107,10 +108,13 @@ def _write_config(opts: RunOptions, results_dir: Path) -> Path:
 
 
 def probe(opts: RunOptions, env: dict[str, str], *args: str) -> dict[str, Any]:
+    """What the cases will see. asv starts every benchmark process without PYTHONPATH (and its
+    benchmark.py takes those folders off sys.path), so the probe runs without it too: a TE found only
+    through PYTHONPATH is not the cases' TE, and must not name the commit they are filed under."""
     proc = subprocess.run(
         [opts.python, "-m", "benchmarks.harness.probe", *args],
         cwd=opts.project,
-        env=env,
+        env={name: value for name, value in env.items() if name not in ASV_DROPPED_ENV},
         capture_output=True,
         text=True,
         timeout=300,

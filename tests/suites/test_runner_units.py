@@ -160,3 +160,29 @@ def test_a_run_continued_with_another_chunk_keeps_both_filters_and_the_sum_of_wa
     assert merged["started_at"] == "2026-11-29T20:00:00Z" and merged["finished_at"] == "2026-11-29T20:03:00Z"
     assert merged["asv_exit_code"] == 2 and merged["gpu_state_before"] == {"power_w": [90.0]}
     assert sidecar.merge_runs({**earlier, "bench_filter": None}, later)["bench_filter"] is None
+
+
+def test_the_probe_sees_the_interpreter_as_asv_gives_it_to_the_cases(tmp_path: Path) -> None:
+    """asv runs the cases without PYTHONPATH: a TE reachable only through it must not name the run's
+    commit, or every case fails to import TE under a release's commit."""
+    import os
+    import subprocess
+    import sys
+
+    from tewatch.runner.suite import RunOptions
+    from tewatch.runner.suite import probe as run_probe
+
+    dist = tmp_path / "transformer_engine-9.9.9.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: transformer_engine\nVersion: 9.9.9\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    seen = subprocess.run(
+        [sys.executable, "-c", "import importlib.metadata as m; print(m.version('transformer_engine'))"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert seen.stdout.strip() == "9.9.9"
+    project = Path(__file__).resolve().parents[2]
+    assert run_probe(RunOptions(project=project), env)["versions"]["te"] != "9.9.9"
