@@ -125,6 +125,16 @@ def probe(opts: RunOptions, env: dict[str, str], *args: str) -> dict[str, Any]:
     return json.loads(proc.stdout)
 
 
+def missing_te_warning(info: dict[str, Any], opts: RunOptions) -> str | None:
+    """Said before the cases run: on a GPU without an importable TE every te and te-ref case errors."""
+    if not info.get("te_error") or not set(opts.backends or BACKENDS) - {"torch-ref"}:
+        return None
+    return (
+        f"warning: Transformer Engine does not import in {opts.python} as asv starts the cases "
+        f"({info['te_error']}): the te and te-ref cases will be errors"
+    )
+
+
 def gpu_state_now(opts: RunOptions, env: dict[str, str]) -> dict[str, Any]:
     """NVML's reading after the cases, without the preload that importing the suites would do."""
     return probe(opts, {k: v for k, v in env.items() if k != PRELOAD_ENV}, "--state")["gpu_state"]
@@ -220,6 +230,9 @@ def run_suite(opts: RunOptions, progress: Callable[[float, str], None] | None = 
     env.update(FORK_SAFE_ENV)
 
     info = probe(opts, env)
+    warning = missing_te_warning(info, opts)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     env["TEWATCH_CAPABILITIES"] = json.dumps(info["capabilities"])
     launch_method = opts.asv_launch_method(info.get("fork", {}))
     if launch_method == "forkserver":

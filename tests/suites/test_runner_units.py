@@ -186,3 +186,15 @@ def test_the_probe_sees_the_interpreter_as_asv_gives_it_to_the_cases(tmp_path: P
     assert seen.stdout.strip() == "9.9.9"
     project = Path(__file__).resolve().parents[2]
     assert run_probe(RunOptions(project=project), env)["versions"]["te"] != "9.9.9"
+
+
+def test_a_gpu_run_without_an_importable_te_is_announced_unless_only_torch_ref_runs() -> None:
+    from tewatch.runner.suite import RunOptions, missing_te_warning
+
+    project = Path(__file__).resolve().parents[2]
+    info = {"te_error": "ModuleNotFoundError: No module named 'transformer_engine'"}
+    warning = missing_te_warning(info, RunOptions(project=project, backends=("te", "torch-ref")))
+    assert warning and "No module named 'transformer_engine'" in warning and "will be errors" in warning
+    assert missing_te_warning(info, RunOptions(project=project)) == warning
+    assert missing_te_warning(info, RunOptions(project=project, backends=("torch-ref",))) is None
+    assert missing_te_warning({"te_error": ""}, RunOptions(project=project)) is None
