@@ -108,7 +108,8 @@ with_release() {  # with_release VERSION COMMAND...: the command with that relea
   # a .pth in the interpreter's site-packages, not PYTHONPATH: asv starts the cases without PYTHONPATH
   site=$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
   printf '%s\n' "/opt/te/$version" /opt/te/deps /opt/te/cudnn >"$site/tewatch-te-release.pth"
-  python3 -c 'import importlib.metadata as m; print("TE", m.version("transformer_engine"))' || return 1
+  env -u PYTHONPATH python3 -c 'import importlib.metadata as m, transformer_engine.pytorch
+print("TE", m.version("transformer_engine"), "imports as the cases will import it")' || return 1
   "$@"
 }
 
