@@ -925,7 +925,10 @@ class RunRow:
     counts: dict[str, int]
 
 
-def runs(session: Session, page: int = 1, per_page: int = 50, gpu: str = "") -> tuple[list[RunRow], int]:
+def runs(
+    session: Session, page: int = 1, per_page: int = 50, gpu: str = "", repo: str = ""
+) -> tuple[list[RunRow], int]:
+    """Newest first, of one GPU model and one repository where they are given."""
     stmt = (
         select(Run, Machine, Environment, Commit)
         .join(Machine, Machine.id == Run.machine_id)
@@ -936,10 +939,21 @@ def runs(session: Session, page: int = 1, per_page: int = 50, gpu: str = "") -> 
     if gpu:
         stmt = stmt.where(Machine.gpu_model == gpu)
         count_stmt = count_stmt.join(Machine, Machine.id == Run.machine_id).where(Machine.gpu_model == gpu)
+    if repo:
+        stmt = stmt.where(Commit.repo == repo)
+        count_stmt = count_stmt.join(Commit, Commit.id == Run.commit_id).where(Commit.repo == repo)
     total = session.scalar(count_stmt) or 0
     rows = session.execute(stmt.order_by(Run.id.desc()).limit(per_page).offset((page - 1) * per_page)).all()
     counts = verdict_counts(session, [r for r, *_ in rows])
     return [RunRow(r, m, e, c, counts.get(r.id, {})) for r, m, e, c in rows], total
+
+
+def run_repos(session: Session) -> list[str]:
+    """The repositories runs are filed under, in name order ("" for runs filed without one)."""
+    used = select(Run.commit_id)
+    return list(
+        session.scalars(select(Commit.repo).where(Commit.id.in_(used)).distinct().order_by(Commit.repo))
+    )
 
 
 def verdict_counts(session: Session, runs: list[Run]) -> dict[int, dict[str, int]]:

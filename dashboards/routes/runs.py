@@ -25,11 +25,12 @@ def runs(
     session: Annotated[Session, Depends(get_session)],
     page: Annotated[str, Query()] = "1",
     gpu: str = "",
+    repo: str = "",
 ) -> HTMLResponse:
     number = whole_number(page, 1, INT32_MAX)
     if number is None:
         return error_page(request, 400, f"page must be a whole number from 1 to {INT32_MAX}, got {page!r}")
-    rows, total = queries.runs(session, page=number, per_page=PER_PAGE, gpu=gpu.strip())
+    rows, total = queries.runs(session, page=number, per_page=PER_PAGE, gpu=gpu.strip(), repo=repo.strip())
     return render(
         request,
         "runs.html",
@@ -41,6 +42,8 @@ def runs(
         pages=max(1, -(-total // PER_PAGE)),
         gpu=gpu,
         gpus=queries.filter_options(session).gpus,
+        repo=repo,
+        repos=queries.run_repos(session),
     )
 
 

@@ -25,11 +25,14 @@ BUNDLED_HISTORY = tuple(
 )
 # base and head (four sized slowdowns) in A/B rounds on one H200: the head is pull request 1
 CAMPAIGN = Path("tests") / "fixtures" / "h200-ab-rounds"
+# TE's runs are filed under TE's repository, the project's own CPU runs (torch-ref) under its own
+TE_REPO = "NVIDIA/TransformerEngine"
+PROJECT_REPO = "tewatch"
 DEMO_PR = 1
 
 
 def bundle_of(
-    run: RunFiles, branch: str, pr_number: int | None = None, merge_base: str | None = None
+    run: RunFiles, branch: str, pr_number: int | None = None, merge_base: str | None = None, repo: str = ""
 ) -> UploadBundle:
     read = lambda path: path.read_bytes() if path else None  # noqa: E731
     return UploadBundle(
@@ -42,6 +45,7 @@ def bundle_of(
         branch=branch,
         pr_number=pr_number,
         merge_base_sha=merge_base,
+        repo=repo,
     )
 
 
@@ -52,6 +56,7 @@ def load_results(
     public_url: str = "",
     pr_number: int | None = None,
     merge_base: str | None = None,
+    repo: str = TE_REPO,
 ) -> list[tuple[int, bool]]:
     """Ingest every run under an asv results folder, each new one followed by the detection an upload gets;
     (run id, newly stored) for each."""
@@ -59,7 +64,7 @@ def load_results(
     try:
         stored = []
         for run in find_runs(results_dir):
-            outcome = ingest_bundle(engine, bundle_of(run, branch, pr_number, merge_base))
+            outcome = ingest_bundle(engine, bundle_of(run, branch, pr_number, merge_base, repo))
             if outcome.created:
                 detect_after_upload(engine, outcome.run_id, public_url)
             stored.append((outcome.run_id, outcome.created))
@@ -104,8 +109,10 @@ def prepare_demo(
             )
             counts = ", ".join(f"{n} {status}" for status, n in sorted(outcome.counts.items()))
             say(f"CPU suites: {outcome.wall_seconds:.0f} s, verdicts: {counts}")
-            stored = load_results(database_url, Path(tmp), "main", public_url)
-            say(f"CPU run stored: {len(stored)} runs")
+            stored = load_results(database_url, Path(tmp), "main", public_url, repo=PROJECT_REPO)
+            say(
+                f"CPU run stored: {len(stored)} runs, filed under the project's own repository ({PROJECT_REPO})"
+            )
     campaign = project / CAMPAIGN
     base = single_commit(campaign / "base-results")
     load_results(database_url, campaign / "base-results", "main", public_url)

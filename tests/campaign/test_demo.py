@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tewatch.campaign.demo import BUNDLED_HISTORY
+from tewatch.campaign.demo import BUNDLED_HISTORY, TE_REPO
 from tewatch.campaign.service_process import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,3 +90,12 @@ def test_the_demo_opens_the_alerts_an_upload_stream_would_and_holds_a_pull_reque
     assert sum(c["verdict"] == "regression" for c in comparisons) >= 23
     page = httpx.get(f"{url}/pr/1", timeout=30)
     assert page.status_code == 200
+
+
+def test_the_h200_runs_are_filed_under_te_s_repository(demo) -> None:
+    url, _ = demo
+    every = httpx.get(f"{url}/runs", timeout=30).text
+    filed = httpx.get(f"{url}/runs", params={"repo": TE_REPO}, timeout=30).text
+    total = len(BUNDLED_HISTORY) + 2
+    assert f"{total} uploaded runs" in every and f"{total} uploaded runs" in filed
+    assert filed.count(f'<div class="muted" data-role="repo">{TE_REPO}</div>') == total

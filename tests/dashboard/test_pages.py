@@ -7,7 +7,14 @@ import re
 
 import httpx
 
-from tests.dashboard.conftest import H200_FIXTURES, MARKUP, PR_NUMBER, PR_ONLY_EXCEPTION, screenshot
+from tests.dashboard.conftest import (
+    H200_FIXTURES,
+    MARKUP,
+    PR_NUMBER,
+    PR_ONLY_EXCEPTION,
+    TINY_REPO,
+    screenshot,
+)
 from tests.dashboard.expectations import FAILURES, expected_matrix, latest_records
 from tewatch.dashboards.routes.overview import PER_PAGE
 
@@ -527,3 +534,13 @@ def test_the_header_names_te_nvfp4_when_te_suites_are_loaded(site, page):
     open_page(page, site, "/runs")
     assert page.inner_text(".brand-sub") == "TE NVFP4 benchmarks"
     assert "Compile vs eager" in page.inner_text("nav.nav")
+
+
+def test_runs_name_their_repository_and_filter_by_it(site):
+    tiny = [run for run in site.runs if "asv-tiny" in run.result.parts]
+    with httpx.Client(base_url=site.url, timeout=30) as client:
+        every = client.get("/runs").text
+        assert f'<option value="{TINY_REPO}" >{TINY_REPO}</option>' in every
+        only = client.get("/runs", params={"repo": TINY_REPO}).text
+    assert f"{len(tiny)} uploaded runs" in only
+    assert only.count('data-role="repo"') == len(tiny) and only.count(f">{TINY_REPO}</div>") == len(tiny)
