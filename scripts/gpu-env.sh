@@ -11,10 +11,8 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 # TE into the image's Python from .te/; runs of several releases use scripts/gpu-te-prefix.sh instead
 if [[ -d .te ]]; then bash .te/install-te.sh || return 1; fi
 python3 -m pip install -q --no-index --no-deps .whl/*.whl || return 1
-# the package `tewatch` is service/ with dashboards/ inside (pyproject's package-dir), without an install
-rm -rf /tmp/tewatch-path && mkdir -p /tmp/tewatch-path && cp -rs "$PWD/service" /tmp/tewatch-path/tewatch \
-  && ln -sfn "$PWD/dashboards" /tmp/tewatch-path/tewatch/dashboards
-export PYTHONPATH=/tmp/tewatch-path:$PWD${PYTHONPATH:+:$PYTHONPATH}
+# the packages from their source folders (service/tewatch, dashboards/tewatch_dashboards), without an install
+export PYTHONPATH=$PWD/service:$PWD/dashboards:$PWD${PYTHONPATH:+:$PYTHONPATH}
 # asv needs a git checkout to run in; the copied working tree may arrive without its .git
 git rev-parse HEAD >/dev/null 2>&1 || { rm -rf .git; git init -q && git add -A \
   && git -c user.name=runner -c user.email=runner@localhost commit -qm "working tree"; }

@@ -168,7 +168,7 @@ case $cmd in
     budget=$((budget - SECONDS))
     wait_for_plan ;;
   wait)
-    export PYTHONPATH=/tmp/tewatch-path:$PWD${PYTHONPATH:+:$PYTHONPATH}
+    export PYTHONPATH=$PWD/service:$PWD/dashboards:$PWD${PYTHONPATH:+:$PYTHONPATH}
     wait_for_plan ;;
   plan-only) ;;  # sourced by the background shell for its functions
   *) echo "usage: $0 start [SECONDS] [x2|campaign|ab|releases] | wait [SECONDS]" >&2; exit 2 ;;

@@ -258,7 +258,7 @@ def test_pandas_stays_out_of_the_service(tmp_path):
     code = (
         "import sys\n"
         "from fastapi.testclient import TestClient\n"
-        "import tewatch.cli, tewatch.pipeline.detection, tewatch.dashboards.router\n"
+        "import tewatch.cli, tewatch.pipeline.detection, tewatch_dashboards.router\n"
         "from tewatch.api.app import create_app\n"
         "from tewatch.core.settings import Settings\n"
         "from tewatch.store.migrate import upgrade\n"

@@ -15,8 +15,8 @@ import pytest
 
 from tests.conftest import FIXTURES, REPO_ROOT, LiveServer, served_sqlite
 from tests.service.uploads import all_fixture_runs, parts_of, post_run
-from tewatch.dashboards.queries import matrix_column
 from tewatch.ingest.discover import RunFiles
+from tewatch_dashboards.queries import matrix_column
 
 CHROMIUM = Path(os.environ.get("TEWATCH_CHROMIUM", "/usr/bin/chromium"))
 SCREENSHOTS = REPO_ROOT / "test-output" / "screenshots"

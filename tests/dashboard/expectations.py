@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from tewatch.dashboards.queries import matrix_column
-from tewatch.dashboards.status import severity
 from tewatch.ingest.discover import RunFiles
+from tewatch_dashboards.queries import matrix_column
+from tewatch_dashboards.status import severity
 
 FAILURES = {"error", "fail_accuracy", "timeout", "oom"}
 

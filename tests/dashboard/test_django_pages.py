@@ -15,10 +15,10 @@ from sqlalchemy.orm import Session
 from tests.conftest import LiveServer, served_sqlite, start_server, stop_server
 from tests.dashboard.test_pages import open_page
 from tests.history.django_data import django_results
-from tewatch.dashboards.site import GENERAL_SUBJECT, read_facts
 from tewatch.store.alert_models import Alert, Detection
 from tewatch.store.database import make_engine
 from tewatch.store.models import Commit, Run
+from tewatch_dashboards.site import GENERAL_SUBJECT, read_facts
 
 CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 

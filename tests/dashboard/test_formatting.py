@@ -1,7 +1,7 @@
 import pytest
 
-from tewatch.dashboards.series_chart import gpu_summary
-from tewatch.dashboards.templating import breakable, format_value
+from tewatch_dashboards.series_chart import gpu_summary
+from tewatch_dashboards.templating import breakable, format_value
 
 
 @pytest.mark.parametrize(
@@ -65,7 +65,7 @@ def test_gpu_state_keeps_only_what_was_recorded() -> None:
 
 
 def test_a_case_is_shown_by_its_event_time_before_its_kernel_time_and_the_hosts_share():
-    from tewatch.dashboards.queries import primary_rank
+    from tewatch_dashboards.queries import primary_rank
 
     names = {
         "linear.LinearFwdBwd.host_overhead_seconds": "seconds",
@@ -83,8 +83,8 @@ def test_a_case_is_shown_by_its_event_time_before_its_kernel_time_and_the_hosts_
 
 
 def test_a_commit_is_named_with_its_te_version_and_a_stand_in_says_it_is_one() -> None:
-    from tewatch.dashboards.templating import commit_text
     from tewatch.runner.commit import version_hash
+    from tewatch_dashboards.templating import commit_text
 
     assert commit_text("b447576a" * 5, "2.19.0") == "2.19.0 · b447576"
     assert commit_text(version_hash("2.20.2"), "2.20.2") == "TE 2.20.2 (no commit)"

@@ -8,10 +8,10 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from tests.service.uploads import bundle_of, tiny_run
-from tewatch.dashboards.queries import machines
 from tewatch.ingest.service import ingest_bundle
 from tewatch.store.database import make_engine
 from tewatch.store.models import Run
+from tewatch_dashboards.queries import machines
 
 
 def utc(when: datetime | None) -> datetime | None:

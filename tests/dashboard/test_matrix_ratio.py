@@ -9,11 +9,11 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import FIXTURES
 from tests.service.uploads import parts_of
-from tewatch.dashboards.queries import Filters, matrix
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.discover import find_runs
 from tewatch.ingest.service import ingest_bundle
 from tewatch.store.database import make_engine
+from tewatch_dashboards.queries import Filters, matrix
 
 MEASURED = {"recipe": "fp8-current", "rank": 3, "mode": "default"}
 
@@ -48,7 +48,7 @@ def test_the_ratio_measured_in_one_process_wins_over_two_cases_latest_values(db_
 
 
 def test_the_general_checks_of_a_recipe_sit_in_its_row_and_compile_sequences_stay_out() -> None:
-    from tewatch.dashboards.queries import matrix_column
+    from tewatch_dashboards.queries import matrix_column
 
     for op in ("cpu_ops", "determinism", "nd_update", "dcp_round_trip", "fsdp_dcp_round_trip"):
         assert matrix_column(None, None, {"op": op}) == (0, op)

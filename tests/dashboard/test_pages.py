@@ -16,7 +16,7 @@ from tests.dashboard.conftest import (
     screenshot,
 )
 from tests.dashboard.expectations import FAILURES, expected_matrix, latest_records
-from tewatch.dashboards.routes.overview import PER_PAGE
+from tewatch_dashboards.routes.overview import PER_PAGE
 
 SEVERITY_OF_STATUS = {
     "error": 0,

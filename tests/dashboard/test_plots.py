@@ -6,10 +6,10 @@ import hashlib
 import itertools
 from datetime import UTC, datetime
 
-from tewatch.dashboards.plots import MAX_COMMIT_TICKS, commit_ticks, draw_series, render_series_svg
-from tewatch.dashboards.queries import SeriesHeader, SeriesPoint
-from tewatch.dashboards.series_chart import ChartData, PrOverlay, commit_label
 from tewatch.runner.commit import version_hash
+from tewatch_dashboards.plots import MAX_COMMIT_TICKS, commit_ticks, draw_series, render_series_svg
+from tewatch_dashboards.queries import SeriesHeader, SeriesPoint
+from tewatch_dashboards.series_chart import ChartData, PrOverlay, commit_label
 
 HEADER = SeriesHeader(
     series_id=1,

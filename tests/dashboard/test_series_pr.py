@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import LiveServer, served_sqlite
 from tests.dashboard.conftest import screenshot
 from tests.service.uploads import parts_of, post_run, tiny_run
-from tewatch.dashboards.templating import NOISE_SOURCE_WORDS
+from tewatch_dashboards.templating import NOISE_SOURCE_WORDS
 
 PR = 515
 SLOWER = "ops.Scale.time_scale"

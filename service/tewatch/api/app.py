@@ -32,7 +32,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         summary="Benchmarks and correctness verdicts of Transformer Engine's low-precision paths",
         lifespan=lifespan,
-        # /docs is the dashboard's (tewatch.dashboards.routes.api_docs): Swagger UI from the package, not a CDN
+        # /docs is the dashboard's (tewatch_dashboards.routes.api_docs): Swagger UI from the package, not a CDN
         docs_url=None,
         redoc_url=None,
     )

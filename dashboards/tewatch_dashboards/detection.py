@@ -28,7 +28,7 @@ from tewatch.store.key_lists import in_key_list
 from tewatch.store.models import Benchmark, Case, Series
 
 if TYPE_CHECKING:
-    from tewatch.dashboards.queries import SeriesHeader, SeriesPoint
+    from tewatch_dashboards.queries import SeriesHeader, SeriesPoint
 
 DETECTOR = ChangePointConfig()
 MIN_EFFECT = DETECTOR.min_effect

@@ -7,8 +7,8 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 from starlette.staticfiles import StaticFiles
 
-from tewatch.dashboards.security import SecureHeadersRoute
-from tewatch.dashboards.templating import STATIC_DIR
+from tewatch_dashboards.security import SecureHeadersRoute
+from tewatch_dashboards.templating import STATIC_DIR
 
 router = APIRouter(route_class=SecureHeadersRoute)
 _files = StaticFiles(directory=STATIC_DIR)

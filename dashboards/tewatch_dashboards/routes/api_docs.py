@@ -8,8 +8,8 @@ from fastapi import APIRouter, Request
 from fastapi.openapi.docs import swagger_ui_default_parameters
 from fastapi.responses import HTMLResponse
 
-from tewatch.dashboards.security import SecureHeadersRoute
-from tewatch.dashboards.templating import templates
+from tewatch_dashboards.security import SecureHeadersRoute
+from tewatch_dashboards.templating import templates
 
 router = APIRouter(route_class=SecureHeadersRoute)
 # FastAPI's own defaults (BaseLayout, deep links, extensions), and no call to the online spec validator.

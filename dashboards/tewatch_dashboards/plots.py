@@ -10,8 +10,8 @@ import io
 import matplotlib
 from matplotlib.figure import Figure
 
-from tewatch.dashboards.render_cache import RenderCache
-from tewatch.dashboards.series_chart import ChartData
+from tewatch_dashboards.render_cache import RenderCache
+from tewatch_dashboards.series_chart import ChartData
 
 matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "tewatch", "font.size": 9})
 

@@ -12,11 +12,11 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
-from tewatch.dashboards.queries import Filters, store_state
-from tewatch.dashboards.render_cache import RenderCache
-from tewatch.dashboards.site import site_facts
-from tewatch.dashboards.templating import format_time, templates
 from tewatch.store.limits import INT32_MAX, INT32_MIN, int_problem
+from tewatch_dashboards.queries import Filters, store_state
+from tewatch_dashboards.render_cache import RenderCache
+from tewatch_dashboards.site import site_facts
+from tewatch_dashboards.templating import format_time, templates
 
 _cache_lock = threading.Lock()
 DEFAULT_CACHE_ENTRIES = 64

@@ -12,8 +12,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from tewatch.api.deps import get_engine
-from tewatch.dashboards.queries import matrix_column
 from tewatch.store.models import Case, Run
+from tewatch_dashboards.queries import matrix_column
 
 TE_BACKENDS = ("te", "te-ref", "torch-ref")  # the suites' backends (benchmarks/harness/profiles.py)
 TE_SUBJECT = "TE NVFP4 benchmarks"

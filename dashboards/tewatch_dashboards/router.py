@@ -5,8 +5,8 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 
-from tewatch.dashboards.routes import alerts, api_docs, cases, matrix, overview, pr, runs, series, static
-from tewatch.dashboards.runtime import compile_templates, frozen_heap
+from tewatch_dashboards.routes import alerts, api_docs, cases, matrix, overview, pr, runs, series, static
+from tewatch_dashboards.runtime import compile_templates, frozen_heap
 
 
 @asynccontextmanager

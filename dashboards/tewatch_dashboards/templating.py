@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
-from tewatch.dashboards.status import css_class
+from tewatch_dashboards.status import css_class
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 STATIC_DIR = Path(__file__).parent / "static"

@@ -15,7 +15,7 @@ from tewatch.api.routes import (
     verdicts,
     webhooks,
 )
-from tewatch.dashboards.router import router as dashboard_router
+from tewatch_dashboards.router import router as dashboard_router
 
 ROUTERS: list[APIRouter] = [
     health.router,

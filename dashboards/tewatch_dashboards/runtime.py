@@ -13,7 +13,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from tewatch.dashboards.templating import templates
+from tewatch_dashboards.templating import templates
 
 
 def compile_templates() -> None:

@@ -9,10 +9,10 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
 from tewatch.api.params import PathInt
-from tewatch.dashboards import queries
-from tewatch.dashboards.deps import get_session
-from tewatch.dashboards.routes.common import error_page, render
-from tewatch.dashboards.security import SecureHeadersRoute
+from tewatch_dashboards import queries
+from tewatch_dashboards.deps import get_session
+from tewatch_dashboards.routes.common import error_page, render
+from tewatch_dashboards.security import SecureHeadersRoute
 
 router = APIRouter(route_class=SecureHeadersRoute)
 

@@ -12,11 +12,11 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from tewatch.dashboards import detection
-from tewatch.dashboards.deps import get_session
-from tewatch.dashboards.routes.common import error_page, render
-from tewatch.dashboards.security import SecureHeadersRoute
 from tewatch.store.alert_models import AlertKind
+from tewatch_dashboards import detection
+from tewatch_dashboards.deps import get_session
+from tewatch_dashboards.routes.common import error_page, render
+from tewatch_dashboards.security import SecureHeadersRoute
 
 router = APIRouter(route_class=SecureHeadersRoute)
 # Where the buttons post {"status": "acknowledged" | "dismissed"}; tewatch.js fills in `{id}`.

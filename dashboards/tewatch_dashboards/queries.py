@@ -21,8 +21,6 @@ from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import QueryableAttribute, Session
 
 from tewatch.core.statuses import FAILING_STATUSES
-from tewatch.dashboards import detection
-from tewatch.dashboards.status import Severity, severity
 from tewatch.pipeline.detection import FAILING as REPORT_FAILING
 from tewatch.pipeline.detection import FixedCase, fixed_cases, is_new_failure, previous_verdicts
 from tewatch.store.alert_models import Alert, AlertStatusChange, Detection, PrComparison
@@ -42,6 +40,8 @@ from tewatch.store.models import (
     Series,
     Verdict,
 )
+from tewatch_dashboards import detection
+from tewatch_dashboards.status import Severity, severity
 
 MATRIX_MODES = ("eager", "default", "reduce-overhead", "max-autotune")
 MATRIX_RANKS = (2, 3, 4)

@@ -15,10 +15,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from tewatch.dashboards import detection, queries
-from tewatch.dashboards.queries import SeriesHeader, SeriesPoint
-from tewatch.dashboards.templating import is_version_stand_in
 from tewatch.detect.environment import environment_changes
+from tewatch_dashboards import detection, queries
+from tewatch_dashboards.queries import SeriesHeader, SeriesPoint
+from tewatch_dashboards.templating import is_version_stand_in
 
 MAX_DETAILED_POINTS = 600  # beyond this, the server aggregates points into buckets
 MAX_SAMPLES_DRAWN = 32

@@ -8,12 +8,12 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from tewatch.dashboards import queries
-from tewatch.dashboards.deps import get_session
-from tewatch.dashboards.matrix_cells import row_cells
-from tewatch.dashboards.routes.common import BadFilter, cached_content, error_page, parse_filters, render
-from tewatch.dashboards.security import SecureHeadersRoute
-from tewatch.dashboards.site import site_facts
+from tewatch_dashboards import queries
+from tewatch_dashboards.deps import get_session
+from tewatch_dashboards.matrix_cells import row_cells
+from tewatch_dashboards.routes.common import BadFilter, cached_content, error_page, parse_filters, render
+from tewatch_dashboards.security import SecureHeadersRoute
+from tewatch_dashboards.site import site_facts
 
 router = APIRouter(route_class=SecureHeadersRoute)
 

@@ -9,9 +9,10 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from tewatch.dashboards import queries
-from tewatch.dashboards.deps import get_session
-from tewatch.dashboards.routes.common import (
+from tewatch.store.limits import INT32_MAX
+from tewatch_dashboards import queries
+from tewatch_dashboards.deps import get_session
+from tewatch_dashboards.routes.common import (
     BadFilter,
     cached_content,
     error_page,
@@ -19,9 +20,8 @@ from tewatch.dashboards.routes.common import (
     render,
     whole_number,
 )
-from tewatch.dashboards.security import SecureHeadersRoute
-from tewatch.dashboards.status import Severity
-from tewatch.store.limits import INT32_MAX
+from tewatch_dashboards.security import SecureHeadersRoute
+from tewatch_dashboards.status import Severity
 
 router = APIRouter(route_class=SecureHeadersRoute)
 PER_PAGE = (

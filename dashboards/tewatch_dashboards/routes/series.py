@@ -10,11 +10,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.orm import Session
 
 from tewatch.api.params import OptionalQueryInt, PathInt
-from tewatch.dashboards import queries, series_chart
-from tewatch.dashboards.deps import get_session
-from tewatch.dashboards.plots import render_series_svg, svg_cache
-from tewatch.dashboards.routes.common import error_page, render
-from tewatch.dashboards.security import SVG_CONTENT_SECURITY_POLICY, SecureHeadersRoute
+from tewatch_dashboards import queries, series_chart
+from tewatch_dashboards.deps import get_session
+from tewatch_dashboards.plots import render_series_svg, svg_cache
+from tewatch_dashboards.routes.common import error_page, render
+from tewatch_dashboards.security import SVG_CONTENT_SECURITY_POLICY, SecureHeadersRoute
 
 router = APIRouter(route_class=SecureHeadersRoute)
 

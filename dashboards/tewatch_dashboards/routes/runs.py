@@ -9,11 +9,11 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
 from tewatch.api.params import PathInt
-from tewatch.dashboards import queries
-from tewatch.dashboards.deps import get_session
-from tewatch.dashboards.routes.common import error_page, render, whole_number
-from tewatch.dashboards.security import SecureHeadersRoute
 from tewatch.store.limits import INT32_MAX
+from tewatch_dashboards import queries
+from tewatch_dashboards.deps import get_session
+from tewatch_dashboards.routes.common import error_page, render, whole_number
+from tewatch_dashboards.security import SecureHeadersRoute
 
 router = APIRouter(route_class=SecureHeadersRoute)
 PER_PAGE = 50
