@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
-from tewatch.api.deps import get_engine, read_access
+from tewatch.web.deps import get_engine, read_access
 
 
 def get_session(request: Request, _: Annotated[None, Depends(read_access)]) -> Iterator[Session]:

@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from tewatch.api.deps import get_engine
 from tewatch.store.models import Case, Run
+from tewatch.web.deps import get_engine
 from tewatch_dashboards.queries import matrix_column
 
 TE_BACKENDS = ("te", "te-ref", "torch-ref")  # the suites' backends (benchmarks/harness/profiles.py)

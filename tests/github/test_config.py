@@ -11,8 +11,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from pydantic import ValidationError
 
+from tewatch.core.github_config import github_config
 from tewatch.core.settings import Settings
-from tewatch.github.config import github_config
 
 REPO = {"github_repository": "acme/TransformerEngine"}
 

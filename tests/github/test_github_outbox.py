@@ -17,10 +17,10 @@ from tests.github.fake_github import SECONDARY_RATE_LIMIT, FakeGitHub
 from tests.github.reports import emit_report, report_payload
 from tewatch.alerts.delivery import OutboxWorker
 from tewatch.alerts.events import EventType, event_body
-from tewatch.alerts.service_hooks import outbox_worker, sync_github
 from tewatch.core.settings import Settings
 from tewatch.github.comment import MARKER, comment_body, sections
 from tewatch.github.report import parse_report
+from tewatch.pipeline.service_hooks import outbox_worker, sync_github
 from tewatch.store.alert_models import DeliveryStatus, WebhookAttempt, WebhookDelivery
 from tewatch.store.database import make_engine
 

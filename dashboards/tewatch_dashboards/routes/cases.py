@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from tewatch.api.params import PathInt
+from tewatch.web.params import PathInt
 from tewatch_dashboards import queries
 from tewatch_dashboards.deps import get_session
 from tewatch_dashboards.routes.common import error_page, render

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from tewatch.api.params import PathInt
 from tewatch.store.limits import INT32_MAX
+from tewatch.web.params import PathInt
 from tewatch_dashboards import queries
 from tewatch_dashboards.deps import get_session
 from tewatch_dashboards.routes.common import error_page, render, whole_number

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.orm import Session
 
-from tewatch.api.params import OptionalQueryInt, PathInt
+from tewatch.web.params import OptionalQueryInt, PathInt
 from tewatch_dashboards import queries, series_chart
 from tewatch_dashboards.deps import get_session
 from tewatch_dashboards.plots import render_series_svg, svg_cache

@@ -18,7 +18,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import httpx
 from sqlalchemy import Engine, or_, select, update
@@ -35,8 +35,12 @@ from tewatch.store.alert_models import (
 )
 from tewatch.store.database import WRITE_TRANSACTION, session_factory
 
-if TYPE_CHECKING:
-    from tewatch.github.publisher import GitHubPublisher
+
+class Publisher(Protocol):
+    """Sends a GitHub delivery's body (tewatch.github.publisher.GitHubPublisher does)."""
+
+    def publish(self, body: bytes | str) -> Outcome: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +98,7 @@ class OutboxWorker:
         engine: Engine,
         policy: DeliveryPolicy | None = None,
         client: httpx.Client | None = None,
-        github: GitHubPublisher | None = None,
+        github: Publisher | None = None,
     ):
         self.sessions: sessionmaker[Session] = session_factory(engine)
         self.policy = policy or DeliveryPolicy()

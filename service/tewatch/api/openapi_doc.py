@@ -1,6 +1,6 @@
 """What the OpenAPI document adds to what FastAPI derives from the routes, so that it promises only what
 is served: RefuseNul's 400 on every operation, no NUL in any text parameter, and query times inside
-the window the store keeps (tewatch.api.params); and the links from an answer to the operations its ids
+the window the store keeps (tewatch.web.params); and the links from an answer to the operations its ids
 lead to (an upload to its run and results, a result to its series, an alert to its status change)."""
 
 from __future__ import annotations

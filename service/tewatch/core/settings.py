@@ -56,7 +56,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _github_complete(self) -> "Settings":
-        from tewatch.github.config import github_config
+        from tewatch.core.github_config import github_config
 
         github_config(self)  # raises ValueError naming the setting that is missing or wrong
         return self

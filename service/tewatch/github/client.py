@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tewatch import __version__
-from tewatch.github.config import GitHubConfig
+from tewatch.core.github_config import GitHubConfig
 
 if TYPE_CHECKING:
     from githubkit import GitHub

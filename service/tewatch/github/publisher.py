@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tewatch.alerts.outcome import Outcome
+from tewatch.core.github_config import GitHubConfig
 from tewatch.github.client import github_client
 from tewatch.github.comment import comment_body, is_ours
-from tewatch.github.config import GitHubConfig
 from tewatch.github.errors import outcome_of
 from tewatch.github.report import PrReportEvent, ReportError, commit_state, parse_report, status_context
 

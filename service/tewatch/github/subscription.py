@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tewatch.alerts.events import EventType
-from tewatch.github.config import GitHubConfig
+from tewatch.core.github_config import GitHubConfig
 from tewatch.store.alert_models import SubscriptionKind, WebhookSubscription
 
 

@@ -5,12 +5,12 @@ from sqlalchemy.orm import Session
 
 from tewatch.alerts import queries
 from tewatch.alerts.lifecycle import TransitionError, change_status
-from tewatch.alerts.schemas import AlertDetailOut, AlertOut, StatusChangeIn
-from tewatch.api.deps import get_engine, read_access, require_token
-from tewatch.api.params import Offset, OptionalQueryInt, PathInt
+from tewatch.api.alert_schemas import AlertDetailOut, AlertOut, StatusChangeIn
 from tewatch.api.schemas import BUSY, NOT_FOUND
 from tewatch.store.alert_models import Alert
 from tewatch.store.database import write_session
+from tewatch.web.deps import get_engine, read_access, require_token
+from tewatch.web.params import Offset, OptionalQueryInt, PathInt
 
 router = APIRouter(tags=["alerts"])
 

@@ -1,9 +1,9 @@
 from fastapi import APIRouter, Query
 
-from tewatch.api.deps import ReadConnection
-from tewatch.api.params import Offset
 from tewatch.api.schemas import BenchmarkEntry, CasePage, CommitPage, MachineEntry
 from tewatch.store import queries
+from tewatch.web.deps import ReadConnection
+from tewatch.web.params import Offset
 
 router = APIRouter(tags=["catalog"])
 

@@ -1,9 +1,9 @@
 from fastapi import APIRouter, HTTPException
 
-from tewatch.api.deps import ReadConnection
-from tewatch.api.params import QueryInt
 from tewatch.api.schemas import NOT_FOUND, Comparison
 from tewatch.store import queries
+from tewatch.web.deps import ReadConnection
+from tewatch.web.params import QueryInt
 
 router = APIRouter(tags=["runs"])
 

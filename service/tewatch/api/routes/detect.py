@@ -3,10 +3,10 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from tewatch.alerts import queries
-from tewatch.alerts.schemas import ComparisonOut, DetectIn, DetectionOut, DetectOut
-from tewatch.api.deps import get_engine, get_settings, read_access, require_token
-from tewatch.api.params import Offset, OptionalQueryInt, PathInt
+from tewatch.api.alert_schemas import ComparisonOut, DetectIn, DetectionOut, DetectOut
 from tewatch.api.schemas import BUSY, NOT_FOUND
+from tewatch.web.deps import get_engine, get_settings, read_access, require_token
+from tewatch.web.params import Offset, OptionalQueryInt, PathInt
 
 router = APIRouter(tags=["detection"])
 

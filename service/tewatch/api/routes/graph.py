@@ -4,11 +4,11 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field, StringConstraints, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from tewatch.alerts.schemas import StoredText
-from tewatch.api.deps import get_engine, require_token
+from tewatch.api.alert_schemas import StoredText
 from tewatch.api.schemas import BUSY
 from tewatch.ingest.commit_graph import store_graph
 from tewatch.store.database import write_connection
+from tewatch.web.deps import get_engine, require_token
 
 router = APIRouter(tags=["catalog"])
 

@@ -2,10 +2,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
-from tewatch.api.deps import ReadConnection
-from tewatch.api.params import Offset, OptionalQueryInt, OptionalQueryTime, PathInt
 from tewatch.api.schemas import NOT_FOUND, RunDetail, RunPage, RunResultPage
 from tewatch.store import queries
+from tewatch.web.deps import ReadConnection
+from tewatch.web.params import Offset, OptionalQueryInt, OptionalQueryTime, PathInt
 
 router = APIRouter(tags=["runs"])
 

@@ -1,9 +1,9 @@
 from fastapi import APIRouter, HTTPException, Query
 
-from tewatch.api.deps import ReadConnection
-from tewatch.api.params import PathInt
 from tewatch.api.schemas import NOT_FOUND, SeriesAnswer
 from tewatch.store import queries
+from tewatch.web.deps import ReadConnection
+from tewatch.web.params import PathInt
 
 router = APIRouter(tags=["series"])
 

@@ -2,9 +2,9 @@ from typing import Literal
 
 from fastapi import APIRouter
 
-from tewatch.api.deps import ReadConnection
 from tewatch.api.schemas import LatestVerdict
 from tewatch.store import queries
+from tewatch.web.deps import ReadConnection
 
 router = APIRouter(tags=["verdicts"])
 

@@ -4,18 +4,18 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from sqlalchemy.orm import Session
 
 from tewatch.alerts import queries
-from tewatch.alerts.schemas import DeliveryOut, SubscriptionIn, SubscriptionOut
 from tewatch.alerts.subscriptions import (
     SubscriptionError,
     active_subscriptions,
     add_subscription,
     remove_subscription,
 )
-from tewatch.api.deps import get_engine, require_token
-from tewatch.api.params import OptionalQueryInt, PathInt
+from tewatch.api.alert_schemas import DeliveryOut, SubscriptionIn, SubscriptionOut
 from tewatch.api.schemas import BUSY, NOT_FOUND
 from tewatch.store.alert_models import DeliveryStatus, WebhookDelivery
 from tewatch.store.database import write_session
+from tewatch.web.deps import get_engine, require_token
+from tewatch.web.params import OptionalQueryInt, PathInt
 
 # Subscriptions hold secrets and URLs of private receivers: every route needs a token.
 router = APIRouter(tags=["webhooks"], dependencies=[Depends(require_token)])

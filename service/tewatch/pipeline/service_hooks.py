@@ -31,7 +31,7 @@ def delivery_policy(settings: Settings) -> DeliveryPolicy:
 
 def outbox_worker(engine: Engine, settings: Settings) -> OutboxWorker:
     """A worker for webhooks and, where the settings configure it, for GitHub."""
-    from tewatch.github.config import github_config
+    from tewatch.core.github_config import github_config
 
     config = github_config(settings)
     publisher = None
@@ -44,7 +44,7 @@ def outbox_worker(engine: Engine, settings: Settings) -> OutboxWorker:
 
 def sync_github(engine: Engine, settings: Settings) -> None:
     """The GitHub subscription follows the settings of the service that starts last."""
-    from tewatch.github.config import github_config
+    from tewatch.core.github_config import github_config
     from tewatch.github.subscription import sync_github_subscription
     from tewatch.store.database import write_session
 
