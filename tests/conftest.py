@@ -110,6 +110,22 @@ def module_db_url(request, postgres_server, tmp_path_factory) -> Iterator[str]:
         yield url
 
 
+def store_counts_of(db_url: str) -> dict[str, int]:
+    """Row counts of every table ingest writes, read straight from the database."""
+    from tewatch.store.database import make_engine
+    from tewatch.store.queries import store_counts
+
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            counts = store_counts(conn)
+            for table in ("raw_files", "run_files", "environments", "api_tokens"):
+                counts[table] = conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
+            return counts
+    finally:
+        engine.dispose()
+
+
 @dataclass
 class LiveServer:
     url: str
@@ -122,19 +138,7 @@ class LiveServer:
         return httpx.Client(base_url=self.url, headers=headers, timeout=60, **kwargs)
 
     def counts(self) -> dict[str, int]:
-        """Row counts of every table ingest writes, read straight from the database."""
-        from tewatch.store.database import make_engine
-        from tewatch.store.queries import store_counts
-
-        engine = make_engine(self.db_url)
-        try:
-            with engine.connect() as conn:
-                counts = store_counts(conn)
-                for table in ("raw_files", "run_files", "environments", "api_tokens"):
-                    counts[table] = conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
-                return counts
-        finally:
-            engine.dispose()
+        return store_counts_of(self.db_url)
 
 
 def start_server(
@@ -214,3 +218,37 @@ def live_server(module_db_url, tmp_path_factory) -> Iterator[LiveServer]:
     server = start_server(module_db_url, tmp_path_factory.mktemp("server") / "serve.log")
     yield server
     stop_server(server)
+
+
+@dataclass
+class InProcessApp:
+    """The service's app called in this process (Starlette's TestClient): the routes without a server."""
+
+    db_url: str
+    token: str
+    app: object
+
+    def client(self, token: str | None = "default", **kwargs):
+        from fastapi.testclient import TestClient
+
+        headers = {"Authorization": f"Bearer {self.token if token == 'default' else token}"} if token else {}
+        return TestClient(self.app, headers=headers, **kwargs)  # type: ignore[arg-type]
+
+    def counts(self) -> dict[str, int]:
+        return store_counts_of(self.db_url)
+
+
+@pytest.fixture(scope="module")
+def in_process_app(module_db_url) -> Iterator[InProcessApp]:
+    """`create_app` on a fresh store for the tests of one module, with an upload token."""
+    from tewatch.api.app import create_app
+    from tewatch.core.settings import Settings
+    from tewatch.store.database import make_engine
+    from tewatch.store.tokens import create_token
+
+    engine = make_engine(module_db_url)
+    token = create_token(engine, "tests")
+    engine.dispose()
+    app = create_app(Settings(database_url=module_db_url))
+    yield InProcessApp(module_db_url, token, app)
+    app.state.engine.dispose()

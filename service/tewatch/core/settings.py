@@ -52,6 +52,13 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _normalise(cls, url: str) -> str:
+        if url.startswith("sqlite") and (
+            url.rstrip("/") in ("sqlite:", "sqlite:/") or ":memory:" in url or "mode=memory" in url
+        ):
+            raise ValueError(
+                f"{url!r} is an in-memory SQLite database, one connection's alone: the service opens many "
+                "(give a file, e.g. sqlite:///tewatch.sqlite3)"
+            )
         return normalise_database_url(url)
 
     @model_validator(mode="after")

@@ -1,4 +1,5 @@
-"""The read endpoints the dashboard and users rely on, over data from real asv runs."""
+"""The read endpoints the dashboard and users rely on, over data from real asv runs, called in process
+(the live-server tests under tests/service/ cover the same app end to end)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ from tests.service.uploads import parts_of, post_run, tiny_run
 
 
 @pytest.fixture(scope="module")
-def two_runs(live_server):
-    with live_server.client() as client:
+def api(in_process_app):
+    return in_process_app
+
+
+@pytest.fixture(scope="module")
+def two_runs(api):
+    with api.client() as client:
         ids = [
             post_run(client, parts_of(tiny_run(i)), branch="q", repo="acme/te").json()["run_id"]
             for i in (0, 1)
@@ -20,9 +26,9 @@ def two_runs(live_server):
     return ids, pr.json()["run_id"]
 
 
-def test_runs_list_filters_and_pages(live_server, two_runs):
+def test_runs_list_filters_and_pages(api, two_runs):
     (base, head), pr_run = two_runs
-    with live_server.client(token=None) as client:
+    with api.client(token=None) as client:
         page = client.get("/api/v1/runs", params={"branch": "q"}).json()
         assert [r["id"] for r in page["items"]] == [head, base] and page["total"] == 2
         assert client.get("/api/v1/runs", params={"pr": 42}).json()["items"][0]["id"] == pr_run
@@ -35,8 +41,8 @@ def test_runs_list_filters_and_pages(live_server, two_runs):
         assert client.get("/api/v1/runs/999999").status_code == 404
 
 
-def test_commits_benchmarks_machines(live_server, two_runs):
-    with live_server.client(token=None) as client:
+def test_commits_benchmarks_machines(api, two_runs):
+    with api.client(token=None) as client:
         commits = client.get("/api/v1/commits", params={"repo": "acme/te"}).json()["items"]
         assert len(commits) == 2 and commits[0]["committed_at"] > commits[1]["committed_at"]
         benchmarks = {b["name"]: b for b in client.get("/api/v1/benchmarks").json()}
@@ -45,9 +51,9 @@ def test_commits_benchmarks_machines(live_server, two_runs):
         assert client.get("/api/v1/machines").json()[0]["gpu_model"] == "cpu"
 
 
-def test_latest_verdicts_filter(live_server, two_runs):
+def test_latest_verdicts_filter(api, two_runs):
     (_, head), pr_run = two_runs
-    with live_server.client(token=None) as client:
+    with api.client(token=None) as client:
         latest = client.get("/api/v1/verdicts/latest", params={"branch": "q"}).json()
         assert {v["run_id"] for v in latest} == {head}
         assert len(latest) == 8
@@ -58,9 +64,9 @@ def test_latest_verdicts_filter(live_server, two_runs):
         assert {v["run_id"] for v in client.get("/api/v1/verdicts/latest").json()} == {pr_run}
 
 
-def test_compare_two_runs(live_server, two_runs):
+def test_compare_two_runs(api, two_runs):
     (base, head), _ = two_runs
-    with live_server.client(token=None) as client:
+    with api.client(token=None) as client:
         rows = client.get("/api/v1/compare", params={"base": base, "head": head}).json()["rows"]
         assert len(rows) == 14
         ok = [r for r in rows if r["base_status"] == "ok"]
@@ -68,8 +74,8 @@ def test_compare_two_runs(live_server, two_runs):
         assert client.get("/api/v1/compare", params={"base": base, "head": 999999}).status_code == 404
 
 
-def test_series_downsampling_keeps_failures(live_server, two_runs):
-    with live_server.client(token=None) as client:
+def test_series_downsampling_keeps_failures(api, two_runs):
+    with api.client(token=None) as client:
         cases = client.get("/api/v1/cases", params={"case": "ops.Compile"}).json()["items"]
         failing = next(c for c in cases if c["params"] == {"mode": "default"})
         series = client.get(f"/api/v1/series/{failing['series'][0]['id']}", params={"max_points": 2}).json()
@@ -81,8 +87,8 @@ def test_series_downsampling_keeps_failures(live_server, two_runs):
         assert client.get("/api/v1/series/999999").status_code == 404
 
 
-def test_health_metrics_and_docs(live_server, two_runs):
-    with live_server.client(token=None) as client:
+def test_health_metrics_and_docs(api, two_runs):
+    with api.client(token=None) as client:
         health = client.get("/api/v1/health").json()
         assert health["status"] == "ok" and health["schema_revision"]
         metrics = client.get("/metrics").text
@@ -91,10 +97,10 @@ def test_health_metrics_and_docs(live_server, two_runs):
         assert "/api/v1/verdicts/latest" in client.get("/openapi.json").json()["paths"]
 
 
-def test_runs_by_start_time(live_server, two_runs):
+def test_runs_by_start_time(api, two_runs):
     """since/until bound a run's start (run.json's), or its upload time where the sidecar has none."""
     ids = {}
-    with live_server.client() as client:
+    with api.client() as client:
         for started in ("2021-06-01T08:00:00Z", "2021-06-02T08:00:00Z", None):
             parts = parts_of(tiny_run(0))
             if started is None:
@@ -112,7 +118,7 @@ def test_runs_by_start_time(live_server, two_runs):
         assert page.status_code == 200, page.text
         return [r["id"] for r in page.json()["items"]]
 
-    with live_server.client(token=None) as client:
+    with api.client(token=None) as client:
         assert found(since="2021-06-01T08:00:00", until="2021-06-02T08:00:00") == [first]
         assert found(since="2021-06-01T09:00:00Z") == [unrecorded, second]  # uploaded now, after both
         # a zone is honoured: 10:00 at +02:00 is the second run's start, which `until` excludes
@@ -123,9 +129,9 @@ def test_runs_by_start_time(live_server, two_runs):
             assert refused.status_code == 422, bad
 
 
-def test_run_results_page_with_labels_samples_verdicts_and_gpu_state(live_server, two_runs):
+def test_run_results_page_with_labels_samples_verdicts_and_gpu_state(api, two_runs):
     (base, _), _ = two_runs
-    with live_server.client(token=None) as client:
+    with api.client(token=None) as client:
         page = client.get(f"/api/v1/runs/{base}/results").json()
         assert page["total"] == len(page["items"]) == 14
         by_series = {row["series_id"]: row for row in page["items"]}
@@ -149,8 +155,8 @@ def test_run_results_page_with_labels_samples_verdicts_and_gpu_state(live_server
         assert client.get("/api/v1/runs/999999/results").status_code == 404
 
 
-def test_series_points_carry_machine_te_version_and_gpu_state(live_server, two_runs):
-    with live_server.client(token=None) as client:
+def test_series_points_carry_machine_te_version_and_gpu_state(api, two_runs):
+    with api.client(token=None) as client:
         case = client.get("/api/v1/cases", params={"case": "ops.Scale"}).json()["items"][0]
         points = client.get(f"/api/v1/series/{case['series'][0]['id']}").json()["points"]
         assert points and all(
@@ -159,8 +165,8 @@ def test_series_points_carry_machine_te_version_and_gpu_state(live_server, two_r
         assert all(isinstance(p["gpu_state"], dict) for p in points)
 
 
-def test_alerts_and_detections_page_with_offset(live_server, two_runs):
-    with live_server.client(token=None) as client:
+def test_alerts_and_detections_page_with_offset(api, two_runs):
+    with api.client(token=None) as client:
         alerts = client.get("/api/v1/alerts").json()
         assert len(alerts) >= 2
         second = client.get("/api/v1/alerts", params={"limit": 1, "offset": 1}).json()
