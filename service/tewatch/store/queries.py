@@ -186,7 +186,8 @@ def list_commits(
     statement = (
         select(*Commit.__table__.columns, func.coalesce(runs.c.runs, 0).label("runs"))
         .outerjoin(runs, runs.c.commit_id == Commit.id)
-        .order_by(Commit.committed_at.desc().nulls_last(), Commit.id.desc())
+        # commit order: the git graph's where a runner sent it (`tewatch commits`), else the commit dates
+        .order_by(func.coalesce(Commit.ordered_at, Commit.committed_at).desc().nulls_last(), Commit.id.desc())
     )
     if repo is not None:
         statement = statement.where(Commit.repo == repo)
