@@ -88,6 +88,13 @@ def test_detection_covers_every_measured_series_of_the_branch(api, uploaded):
     assert answer.json()["series"] == len(measured) > 0  # the series with values; failures have none
 
 
+def test_a_timed_out_case_opens_an_alert_in_asv_s_words(api, uploaded):
+    with api.client() as client:
+        alerts = client.get("/api/v1/alerts", params={"status": "open", "kind": "correctness"}).json()
+    timeout = next(a for a in alerts if a["details"]["status"] == "timeout")
+    assert timeout["details"]["detail"] == "asv: benchmark timed out (timeout 2s)"
+
+
 def test_an_alert_is_acknowledged_then_resolved(api, uploaded):
     with api.client() as client:
         alert = next(a for a in client.get("/api/v1/alerts", params={"status": "open"}).json())

@@ -72,6 +72,6 @@ def _describe(text: str) -> FailureText:
         if match:
             exception_class = match.group(1)[:EXCEPTION_CLASS_CHARS]
             return FailureText(text[:TRACEBACK_HEAD_CHARS], timed_out, exception_class, match.group(2))
-    asv_lines = [line for line in meaningful if line.startswith("asv:")]
-    message = (asv_lines or meaningful)[-1]
+    asv_lines = [line.removeprefix("asv:").strip() for line in meaningful if line.startswith("asv:")]
+    message = (asv_lines or meaningful)[-1]  # asv's own words without its prefix: the check is named asv
     return FailureText(text[:TRACEBACK_HEAD_CHARS], timed_out, None, message)
