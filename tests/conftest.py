@@ -252,3 +252,21 @@ def in_process_app(module_db_url) -> Iterator[InProcessApp]:
     app = create_app(Settings(database_url=module_db_url))
     yield InProcessApp(module_db_url, token, app)
     app.state.engine.dispose()
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A throwaway git copy of the project (asv.conf.json and the suites) for real `asv run`s."""
+    root = tmp_path_factory.mktemp("project")
+    shutil.copy(REPO_ROOT / "asv.conf.json", root)
+    shutil.copytree(
+        REPO_ROOT / "benchmarks", root / "benchmarks", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "commit", "-qm", "snapshot")
+    return root

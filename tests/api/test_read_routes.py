@@ -1,5 +1,5 @@
 """The read endpoints the dashboard and users rely on, over data from real asv runs, called in process
-(the live-server tests under tests/service/ cover the same app end to end)."""
+(the live-server tests under tests/e2e/ cover the same app end to end)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.service.uploads import parts_of, post_run, tiny_run
+from tests.uploads import parts_of, post_run, tiny_run
 
 
 @pytest.fixture(scope="module")

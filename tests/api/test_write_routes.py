@@ -1,5 +1,5 @@
 """The routes that change the store, called in process: upload, webhooks, the commit graph, detection and
-alert status (tests/service/ covers the same routes end to end against a live server)."""
+alert status (tests/e2e/ covers the same routes end to end against a live server)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.service.uploads import parts_of, post_run, tiny_run
+from tests.uploads import parts_of, post_run, tiny_run
 
 
 @pytest.fixture(scope="module")

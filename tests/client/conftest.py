@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from tests.conftest import FIXTURES, REPO_ROOT, LiveServer, served_sqlite
-from tests.service.uploads import parts_of, post_run
+from tests.uploads import parts_of, post_run
 from tewatch.campaign.demo import BUNDLED_HISTORY
 from tewatch.ingest.discover import find_runs
 from tewatch.store.alert_models import Detection

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tests.history.django_data import django_results
-from tests.service.uploads import bundle_of, tiny_run
+from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.discover import find_runs
 from tewatch.ingest.fingerprints import digest_of
 from tewatch.ingest.service import ingest_bundle

@@ -11,7 +11,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 from benchmarks.harness.cpu_ops import cpu_op_checks
-from tests.suites.test_run_ci_profile import _runner
+from tests.runner.test_run_ci_profile import _runner
 
 BENCH = r"^checks\."
 BREAKS = (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.service.uploads import parts_of, post_run
+from tests.uploads import parts_of, post_run
 from tewatch.ingest.discover import find_runs
 from tewatch.runner import results
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from tests.service.uploads import bundle_of, tiny_run
+from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.plan import build_plan
 from tewatch.ingest.service import ingest_bundle
 from tewatch.ingest.writer import RESULT_COLUMNS, VERDICT_COLUMNS

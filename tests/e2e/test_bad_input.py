@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.conftest import start_server, stop_server
-from tests.service.uploads import files_of, parts_of, post_run, tiny_run
+from tests.uploads import files_of, parts_of, post_run, tiny_run
 
 
 def _edit_json(parts, part, edit, index=0):

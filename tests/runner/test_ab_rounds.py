@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import served_sqlite
-from tests.suites.test_run_ci_profile import _runner
+from tests.runner.test_run_ci_profile import _runner
 
 BENCH = r"^(rht|gemm|contracts\.CpuRoundTrip)\."
 BASE, HEAD = "ab00000000000000000000000000000000000001", "ab00000000000000000000000000000000000002"

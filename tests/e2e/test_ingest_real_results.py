@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests.conftest import FIXTURES
-from tests.service.uploads import TINY, all_fixture_runs, parts_of, post_run, tiny_run
+from tests.uploads import TINY, all_fixture_runs, parts_of, post_run, tiny_run
 from tewatch.campaign.demo import load_results
 from tewatch.runner import results as asv_results
 from tewatch.store.migrate import upgrade

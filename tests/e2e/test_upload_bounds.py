@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.conftest import start_server, stop_server
-from tests.service.uploads import bundle_of, parts_of, post_run, tiny_run
+from tests.uploads import bundle_of, parts_of, post_run, tiny_run
 from tewatch.ingest.bounds import UploadBounds
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.plan import build_plan

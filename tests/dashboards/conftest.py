@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, REPO_ROOT, LiveServer, served_sqlite
-from tests.service.uploads import all_fixture_runs, parts_of, post_run
+from tests.uploads import all_fixture_runs, parts_of, post_run
 from tewatch.ingest.discover import RunFiles
 from tewatch_dashboards.queries import matrix_column
 

@@ -8,7 +8,7 @@ from tests.conftest import fixture_results_dirs
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.discover import RunFiles, find_runs
 
-TINY = Path(__file__).resolve().parent.parent / "fixtures" / "asv-tiny" / "results"
+TINY = Path(__file__).resolve().parent / "fixtures" / "asv-tiny" / "results"
 
 
 def all_fixture_runs() -> list[RunFiles]:

@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import make_url, text
 
 from tests.conftest import REPO_ROOT, LiveServer, start_server, stop_server
-from tests.service.uploads import parts_of, post_run, tiny_run
+from tests.uploads import parts_of, post_run, tiny_run
 from tewatch.ingest.pause_point import POINT_VARIABLE, POINTS, SIGNAL_VARIABLE
 from tewatch.store.database import make_engine
 

@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from tests.service.uploads import parts_of, tiny_run
+from tests.uploads import parts_of, tiny_run
 from tewatch.store import case_archive
 from tewatch.store.case_archive import CaseArchiveError
 

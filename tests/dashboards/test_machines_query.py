@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from tests.service.uploads import bundle_of, tiny_run
+from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.service import ingest_bundle
 from tewatch.store.database import make_engine
 from tewatch.store.models import Run

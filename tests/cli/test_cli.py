@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.service.uploads import TINY
+from tests.uploads import TINY
 from tewatch.store.database import make_engine
 from tewatch.store.tokens import token_is_valid
 

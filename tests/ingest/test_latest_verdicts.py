@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from tests.service.uploads import bundle_of, tiny_run
+from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.latest import update_latest_verdicts
 from tewatch.ingest.service import ingest_bundle
 from tewatch.store import queries

@@ -6,7 +6,7 @@ import hashlib
 
 from sqlalchemy import inspect, text
 
-from tests.service.uploads import bundle_of, tiny_run
+from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.reparse import stored_bundles
 from tewatch.ingest.service import ingest_bundle
 from tewatch.store import queries

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import pytest
 
 from tests.conftest import LiveServer, served_sqlite
-from tests.dashboard.conftest import screenshot
-from tests.service.uploads import parts_of, post_run, tiny_run
+from tests.dashboards.conftest import screenshot
+from tests.uploads import parts_of, post_run, tiny_run
 from tewatch_dashboards.templating import NOISE_SOURCE_WORDS
 
 PR = 515

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import make_url
 
 from tests.conftest import start_server, stop_server
-from tests.service.uploads import parts_of, post_run, tiny_run
+from tests.uploads import parts_of, post_run, tiny_run
 from tewatch.alerts.lifecycle import open_alert
 from tewatch.store.alert_models import AlertKind
 from tewatch.store.database import make_engine, write_session

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.service.uploads import TINY, parts_of, post_run, tiny_run
+from tests.uploads import TINY, parts_of, post_run, tiny_run
 
 UPLOAD = "from tewatch.cli import main; main()"
 

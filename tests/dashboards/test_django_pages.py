@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tests.conftest import LiveServer, served_sqlite, start_server, stop_server
-from tests.dashboard.test_pages import open_page
+from tests.dashboards.test_pages import open_page
 from tests.history.django_data import django_results
 from tewatch.store.alert_models import Alert, Detection
 from tewatch.store.database import make_engine

@@ -8,7 +8,7 @@ import json
 from sqlalchemy.orm import Session
 
 from tests.conftest import FIXTURES
-from tests.service.uploads import parts_of
+from tests.uploads import parts_of
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.discover import find_runs
 from tewatch.ingest.service import ingest_bundle

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import pytest
 
 from tests.conftest import LiveServer, served_sqlite
-from tests.dashboard.conftest import screenshot
-from tests.dashboard.expectations import FAILURES
-from tests.service.uploads import parts_of, post_run, tiny_run
+from tests.dashboards.conftest import screenshot
+from tests.dashboards.expectations import FAILURES
+from tests.uploads import parts_of, post_run, tiny_run
 
 PR = 77
 FIXING_PR = 78

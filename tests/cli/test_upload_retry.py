@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.conftest import served_sqlite
-from tests.service.uploads import TINY
+from tests.uploads import TINY
 
 CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 FAST = ["--retry-wait", "0.01"]

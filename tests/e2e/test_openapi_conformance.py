@@ -13,14 +13,14 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from tests.service.uploads import parts_of, post_run, tiny_run
+from tests.uploads import parts_of, post_run, tiny_run
 from tewatch.api.openapi_doc import LINKS
 
 EXAMPLES = 25  # per operation and database
 # Bodies whose validity no JSON Schema can say are exempt from "a schema-valid request is accepted": an
 # upload's parts are asv's files, which the document can only call binary, and a webhook URL must parse
 # as one httpx can send to (a host, a port up to 65535, IDNA), and a commit graph lists every commit once
-# and after its parents. Their refusals are 4xx naming what is wrong, which tests/service, tests/alerts
+# and after its parents. Their refusals are 4xx naming what is wrong, which tests/e2e, tests/alerts
 # and tests/history check.
 EXCLUDED = {
     "POST /api/v1/runs": [positive_data_acceptance],

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from tests.service.uploads import all_fixture_runs
+from tests.uploads import all_fixture_runs
 from tewatch.ingest.asv_files import parse_results
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.fingerprints import cached_case_id, case_id, digest_of, series_fingerprint

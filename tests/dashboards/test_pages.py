@@ -7,7 +7,7 @@ import re
 
 import httpx
 
-from tests.dashboard.conftest import (
+from tests.dashboards.conftest import (
     H200_FIXTURES,
     MARKUP,
     PR_NUMBER,
@@ -15,7 +15,7 @@ from tests.dashboard.conftest import (
     TINY_REPO,
     screenshot,
 )
-from tests.dashboard.expectations import FAILURES, expected_matrix, latest_records
+from tests.dashboards.expectations import FAILURES, expected_matrix, latest_records
 from tewatch_dashboards.routes.overview import PER_PAGE
 
 SEVERITY_OF_STATUS = {

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import LiveServer, served_sqlite
-from tests.dashboard.conftest import failing_variant
-from tests.service.uploads import all_fixture_runs, parts_of, post_run
+from tests.dashboards.conftest import failing_variant
+from tests.uploads import all_fixture_runs, parts_of, post_run
 
 FRESH_EXCEPTION = "FreshUploadError"
 

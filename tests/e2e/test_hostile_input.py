@@ -1,6 +1,6 @@
 """Hostile input, property-based: no request answers 5xx, and a refused upload stores nothing.
 
-Hypothesis puts hostile values (tests/service/hostile.py: huge integers, non-finite numbers, dates out of
+Hypothesis puts hostile values (tests/e2e/hostile.py: huge integers, non-finite numbers, dates out of
 range, deep nesting, lone surrogates, NULs, text longer than its column) at sites all over a valid upload
 and at every leaf of every JSON request body, and hostile integers and text in every query and path
 parameter of the API and the dashboard, against a real `tewatch serve` on SQLite and on PostgreSQL (like
@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from tests.conftest import REPO_ROOT
-from tests.service import hostile
-from tests.service.hostile import SENTINEL, Site
-from tests.service.uploads import parts_of, post_run, tiny_run
+from tests.e2e import hostile
+from tests.e2e.hostile import SENTINEL, Site
+from tests.uploads import parts_of, post_run, tiny_run
 from tewatch.store.database import make_engine, write_connection
 from tewatch.store.queries import store_counts
 
