@@ -40,6 +40,7 @@ from tewatch.store.models import (
     Series,
     Verdict,
 )
+from tewatch.store.queries import in_run_context
 from tewatch_dashboards import detection
 from tewatch_dashboards.status import Severity, severity
 
@@ -929,12 +930,7 @@ def runs(
     session: Session, page: int = 1, per_page: int = 50, gpu: str = "", repo: str = ""
 ) -> tuple[list[RunRow], int]:
     """Newest first, of one GPU model and one repository where they are given."""
-    stmt = (
-        select(Run, Machine, Environment, Commit)
-        .join(Machine, Machine.id == Run.machine_id)
-        .join(Environment, Environment.id == Run.environment_id)
-        .join(Commit, Commit.id == Run.commit_id)
-    )
+    stmt = in_run_context(select(Run, Machine, Environment, Commit))
     count_stmt = select(func.count()).select_from(Run)
     if gpu:
         stmt = stmt.where(Machine.gpu_model == gpu)
@@ -984,11 +980,7 @@ FAILING = tuple(sorted(FAILING_STATUSES))
 
 def run_detail(session: Session, run_id: int, others_shown: int = 300) -> RunDetail | None:
     found = session.execute(
-        select(Run, Machine, Environment, Commit)
-        .join(Machine, Machine.id == Run.machine_id)
-        .join(Environment, Environment.id == Run.environment_id)
-        .join(Commit, Commit.id == Run.commit_id)
-        .where(Run.id == run_id)
+        in_run_context(select(Run, Machine, Environment, Commit)).where(Run.id == run_id)
     ).first()
     if found is None:
         return None
@@ -1068,10 +1060,7 @@ def machines(session: Session) -> list[MachineRow]:
 
 def pr_runs(session: Session, number: int) -> list[RunRow]:
     rows = session.execute(
-        select(Run, Machine, Environment, Commit)
-        .join(Machine, Machine.id == Run.machine_id)
-        .join(Environment, Environment.id == Run.environment_id)
-        .join(Commit, Commit.id == Run.commit_id)
+        in_run_context(select(Run, Machine, Environment, Commit))
         .where(Run.pr_number == number)
         .order_by(Run.id.desc())
     ).all()

@@ -79,8 +79,18 @@ def _enum_value(value: Any) -> Any:
     return getattr(value, "value", value)
 
 
-def _run_select() -> Select:
+def in_run_context(statement: Select) -> Select:
+    """`statement` (reading runs, or rows joined to their run) joined to each run's commit, machine and
+    environment: what a run is, wherever one is shown."""
     return (
+        statement.join(Commit, Commit.id == Run.commit_id)
+        .join(Machine, Machine.id == Run.machine_id)
+        .join(Environment, Environment.id == Run.environment_id)
+    )
+
+
+def _run_select() -> Select:
+    return in_run_context(
         select(
             Run.id,
             Run.digest,
@@ -105,9 +115,6 @@ def _run_select() -> Select:
             Environment.te_commit,
             Environment.python,
         )
-        .join(Commit, Commit.id == Run.commit_id)
-        .join(Machine, Machine.id == Run.machine_id)
-        .join(Environment, Environment.id == Run.environment_id)
     )
 
 
@@ -302,11 +309,7 @@ def get_series(
     if with_samples:
         columns.append(Result.samples)
     statement = (
-        select(*columns)
-        .join(Run, Run.id == Result.run_id)
-        .join(Commit, Commit.id == Run.commit_id)
-        .join(Machine, Machine.id == Run.machine_id)
-        .join(Environment, Environment.id == Run.environment_id)
+        in_run_context(select(*columns).join(Run, Run.id == Result.run_id))
         .outerjoin(Verdict, and_(Verdict.run_id == Result.run_id, Verdict.case_id == series["case_id"]))
         .where(Result.series_id == series_id)
         .order_by(*newest_commit_first(Result.run_id))
