@@ -27,6 +27,7 @@ from tewatch.store.alert_models import Alert, AlertStatusChange, Detection, PrCo
 from tewatch.store.commit_order import NO_DATE, newest_commit_first
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.key_lists import in_key_list
+from tewatch.store.latest_verdict_ids import newest_outside_pull_requests
 from tewatch.store.models import (
     Benchmark,
     Case,
@@ -218,20 +219,6 @@ def key_list(
     return in_key_list(session.connection(), column, ids, name)
 
 
-def _latest_verdict_id(branch: str):
-    """The id of a case's newest verdict under the branch filter, as a subquery correlated to Case."""
-    return (
-        select(Verdict.id)
-        .join(Run, Run.id == Verdict.run_id)
-        .join(Commit, Commit.id == Run.commit_id)
-        .where(Verdict.case_id == Case.id, branch_clause(branch))
-        .order_by(*newest_commit_first(Verdict.run_id))
-        .limit(1)
-        .correlate(Case)
-        .scalar_subquery()
-    )
-
-
 def _verdict_views(session: Session, verdict_ids: list[int]) -> dict[int, VerdictView]:
     if not verdict_ids:
         return {}
@@ -407,12 +394,13 @@ def latest_cases(
 
 def _replace_pull_request_verdicts(session: Session, rows: list[CaseRow]) -> None:
     """Give rows whose newest verdict came from a pull request their newest verdict from any other run."""
+    newest = newest_outside_pull_requests(session.connection(), [r.case_id for r in rows])
     found = {
         row[0]: row[1:]
         for row in session.execute(
-            select(Case.id, *_VERDICT_BRIEF)
-            .join(Verdict, Verdict.id == _latest_verdict_id(""))
-            .where(key_list(session, Case.id, [r.case_id for r in rows], "case_ids"))
+            select(Verdict.case_id, *_VERDICT_BRIEF).where(
+                key_list(session, Verdict.id, list(newest.values()), "verdict_ids")
+            )
         )
     }
     empty = (None,) * len(_VERDICT_BRIEF)

@@ -61,7 +61,11 @@ def test_latest_verdicts_filter(api, two_runs):
         assert {v["status"] for v in te} == {"unsupported"} and len(te) == 2
         errors = client.get("/api/v1/verdicts/latest", params={"status": "error"}).json()
         assert {v["case_name"] for v in errors} == {"ops.Compile", "ops.time_fails_unrecorded"}
-        assert {v["run_id"] for v in client.get("/api/v1/verdicts/latest").json()} == {pr_run}
+        # with no branch chosen, the default history: not the pull request's newer run
+        assert {v["run_id"] for v in client.get("/api/v1/verdicts/latest").json()} == {head}
+        assert {
+            v["run_id"] for v in client.get("/api/v1/verdicts/latest", params={"branch": "feature"}).json()
+        } == {pr_run}
 
 
 def test_compare_two_runs(api, two_runs):

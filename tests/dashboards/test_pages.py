@@ -93,6 +93,14 @@ def test_pull_request_verdicts_stay_off_the_default_branch_pages(site):
         assert f'data-case-id="{case_ids[0]}" data-status="pass"' in overview
         assert PR_ONLY_EXCEPTION not in client.get("/matrix").text
         assert PR_ONLY_EXCEPTION in client.get("/matrix", params={"branch": "feature"}).text
+        # the API's latest verdict is the overview's: the same run's, not the pull request's
+        latest = {v["case_id"]: v for v in client.get("/api/v1/verdicts/latest").json()}
+        assert (
+            latest[int(case_ids[0])]["status"] == "pass"
+            and latest[int(case_ids[0])]["run_id"] != site.pr_run_id
+        )
+        on_pr_branch = client.get("/api/v1/verdicts/latest", params={"branch": "feature"}).json()
+        assert {v["run_id"] for v in on_pr_branch} == {site.pr_run_id}
 
 
 def test_overview_puts_failures_first_and_greys_unsupported(site, page):

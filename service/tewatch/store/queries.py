@@ -13,13 +13,12 @@ from tewatch.store import case_archive
 from tewatch.store.commit_order import newest_commit_first
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.key_lists import in_key_list
+from tewatch.store.latest_verdict_ids import latest_verdict_ids
 from tewatch.store.models import (
     Benchmark,
     Case,
     Commit,
     Environment,
-    LatestBranchVerdict,
-    LatestVerdict,
     Machine,
     RawFile,
     Result,
@@ -395,16 +394,12 @@ def latest_verdicts(
     branch: str | None = None,
     status: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The verdict of every case at its newest commit (commit date, run start, run id), on one branch or
-    on any.
+    """The verdict of every case at its newest commit (commit date, run start, run id), on one branch or,
+    with none given, outside pull requests: what the overview shows (store.latest_verdict_ids).
 
     Reads the small tables ingest keeps up to date (one row per case, or per case and branch), then
     fetches those verdicts by id: one index probe each, however many runs the store holds."""
-    if branch is None:
-        newest = select(LatestVerdict.verdict_id)
-    else:
-        newest = select(LatestBranchVerdict.verdict_id).where(LatestBranchVerdict.branch == branch)
-    verdict_ids = conn.scalars(newest).all()
+    verdict_ids = list(latest_verdict_ids(conn, branch).values())
     statement = (
         select(
             Case.id.label("case_id"),

@@ -19,7 +19,8 @@ def latest_verdicts(
     branch: str | None = None,
     status: Literal["pass", "fail_accuracy", "error", "unsupported", "timeout", "oom"] | None = None,
 ):
-    """The verdict of every case from the most recent run that judged it."""
+    """The verdict of every case from the most recent run that judged it: on `branch`, or with none given,
+    outside pull requests (the default history, as the dashboard's overview shows it)."""
     return queries.latest_verdicts(
         conn, gpu=gpu, backend=backend, recipe=recipe, case_name=case, branch=branch, status=status
     )
