@@ -10,7 +10,7 @@ two layers, and the second dominates:
   sometimes a quarter higher. That is a tight core plus an occasional high level, modelled here as a
   log-normal core with a probability of an outlying process.
 
-Each profile below reproduces its measured across-process CV (checked in tests/detect/test_noise.py).
+Each profile below reproduces its measured across-process CV (checked in tests/detect/test_noise_and_evaluation.py).
 Real samples from tests/fixtures/h200-full/ can replace the within-process layer (`from_samples`).
 """
 
