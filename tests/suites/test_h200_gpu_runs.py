@@ -1,6 +1,6 @@
 """The later lent-GPU runs kept as fixtures: the quick profile (forked cases), the 2-GPU distributed
 suite (eager and compiled halves, two runs), and both runs of the H200 campaign with its pull-request
-report."""
+report. Each run's verdict counts are also what the service answers when the run is uploaded."""
 
 import json
 from collections import Counter
@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.uploads import parts_of, post_run
+from tewatch.ingest.discover import find_runs
 from tewatch.runner import results
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -22,16 +24,34 @@ def _run(folder: str) -> tuple[Path, dict, dict[str, dict]]:
     return results_file, json.loads((sidecar / "run.json").read_text()), records
 
 
+@pytest.fixture(scope="module")
+def stored_counts(in_process_app):
+    """The verdict counts the service answers for a fixture folder's run, uploaded (again) to one store."""
+
+    def upload(folder: str) -> dict[str, int]:
+        (run,) = find_runs(FIXTURES / folder)
+        with in_process_app.client() as client:
+            answer = post_run(client, parts_of(run), branch="main")
+        assert answer.status_code in (200, 201), answer.text
+        return answer.json()["verdicts"]
+
+    return upload
+
+
 def _verdict(records: dict[str, dict], case: str, **params: object) -> dict:
     return records[results.case_id(case, params)]["verdict"]
 
 
-def test_the_quick_profile_ran_forked_cases_after_the_fork_check_passed() -> None:
+def test_the_quick_profile_ran_forked_cases_after_the_fork_check_passed(stored_counts) -> None:
     _, run, records = _run("h200-quick")
     assert run["launch_method"] == "forkserver" and run["fork_check"]["safe"] is True
     assert run["gpu"]["model"] == "NVIDIA H200" and run["versions"]["te"] == "2.20.2"
     statuses = Counter(r["verdict"]["status"] for r in records.values())
-    assert statuses == {"pass": 91, "unsupported": 52, "error": 9, "fail_accuracy": 3}
+    assert (
+        stored_counts("h200-quick")
+        == statuses
+        == {"pass": 91, "unsupported": 52, "error": 9, "fail_accuracy": 3}
+    )
 
 
 @pytest.mark.parametrize("rank", [2, 3, 4])
@@ -105,11 +125,11 @@ def test_quick_run_on_one_gpu_gates_world_size_two_and_finds_the_emulation_compi
     assert "wgrad" in verdict["message"]
 
 
-def test_two_gpu_run_eager_cases_pass_against_one_gpu_and_native_nvfp4_is_gated() -> None:
+def test_two_gpu_run_eager_cases_pass_against_one_gpu_and_native_nvfp4_is_gated(stored_counts) -> None:
     _, run, records = _run("h200x2-distributed")
     assert run["gpu"]["count"] == 2 and run["commit"] == COMMIT
     statuses = Counter(r["verdict"]["status"] for r in records.values())
-    assert statuses == {"pass": 15, "unsupported": 5}
+    assert stored_counts("h200x2-distributed") == statuses == {"pass": 15, "unsupported": 5}
     for record in records.values():
         labels = record["labels"]
         assert labels["mode"] == "eager"
@@ -120,10 +140,13 @@ def test_two_gpu_run_eager_cases_pass_against_one_gpu_and_native_nvfp4_is_gated(
     assert {r["labels"]["world_size"] for r in records.values()} == {1, 2}
 
 
-def test_two_gpu_run_compiled_cases_match_eager_bit_for_bit_and_one_gpu_within_tolerance() -> None:
+def test_two_gpu_run_compiled_cases_match_eager_bit_for_bit_and_one_gpu_within_tolerance(
+    stored_counts,
+) -> None:
     _, run, records = _run("h200x2-distributed-compiled")
     assert run["gpu"]["count"] == 2 and run["commit"] == COMMIT and run["launch_method"] == "forkserver"
-    assert Counter(r["verdict"]["status"] for r in records.values()) == {"pass": 15, "unsupported": 5}
+    statuses = Counter(r["verdict"]["status"] for r in records.values())
+    assert stored_counts("h200x2-distributed-compiled") == statuses == {"pass": 15, "unsupported": 5}
     for record in records.values():
         assert record["labels"]["mode"] == "default"
         if record["verdict"]["status"] != "pass":
@@ -149,12 +172,13 @@ def test_campaign_head_breaks_fp8_current_contract_only_where_the_perturbation_d
             )
 
 
-def test_campaign_base_is_a_whole_quick_profile_run_forked() -> None:
+def test_campaign_base_is_a_whole_quick_profile_run_forked(stored_counts) -> None:
     _, run, records = _run("h200-campaign/base-results")
     assert run["profile"] == "quick" and run["bench_filter"] is None and run["commit"] == COMMIT
     assert run["launch_method"] == "forkserver"
     statuses = Counter(r["verdict"]["status"] for r in records.values())
-    assert statuses == {"pass": 84, "unsupported": 46, "error": 9, "fail_accuracy": 2}
+    expected = {"pass": 84, "unsupported": 46, "error": 9, "fail_accuracy": 2}
+    assert stored_counts("h200-campaign/base-results") == statuses == expected
 
 
 def test_campaign_pr_report_lists_the_two_correctness_failures_first_and_was_signed() -> None:
