@@ -19,11 +19,11 @@ from tewatch.detect.direction import direction_of
 from tewatch.store.alert_models import (
     Alert,
     AlertKind,
-    AlertStatus,
     AlertStatusChange,
     Detection,
     PrComparison,
 )
+from tewatch.store.alert_queries import CLOSED_STATES, LIVE_STATES, list_alerts
 from tewatch.store.key_lists import in_key_list
 from tewatch.store.models import Benchmark, Case, Series
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 DETECTOR = ChangePointConfig()
 MIN_EFFECT = DETECTOR.min_effect
-LIVE_ALERT_STATES = (AlertStatus.open, AlertStatus.acknowledged)
+LIVE_ALERT_STATES = LIVE_STATES
 
 
 @dataclass(frozen=True)
@@ -232,27 +232,28 @@ class AlertRow:
 
 
 def alerts(session: Session, live: bool, limit: int = 200, kind: str = "") -> list[AlertRow]:
-    states = LIVE_ALERT_STATES if live else (AlertStatus.resolved, AlertStatus.dismissed)
-    stmt = (
-        select(Alert, Case.case_name, Case.params)
-        .outerjoin(Series, Series.id == Alert.series_id)
-        .outerjoin(Case, Case.id == func.coalesce(Alert.case_id, Series.case_id))
-        .where(Alert.status.in_(states))
+    """The live alerts (or the closed ones), in the API's order (store.alert_queries), with their case."""
+    found = list_alerts(
+        session, kind=kind or None, limit=limit, statuses=LIVE_ALERT_STATES if live else CLOSED_STATES
     )
-    if kind:
-        stmt = stmt.where(Alert.kind == kind)
-    order = (Alert.kind, Alert.created_at.desc()) if live else (Alert.updated_at.desc(),)
-    rows = session.execute(stmt.order_by(*order, Alert.id.desc()).limit(limit)).all()
-    ids = [a.id for a, *_ in rows]
+    ids = [a.id for a in found]
+    names: dict[int, tuple[str | None, dict]] = {}
     changes: dict[int, list[AlertStatusChange]] = {i: [] for i in ids}
     if ids:
+        for alert_id, name, params in session.execute(
+            select(Alert.id, Case.case_name, Case.params)
+            .outerjoin(Series, Series.id == Alert.series_id)
+            .outerjoin(Case, Case.id == func.coalesce(Alert.case_id, Series.case_id))
+            .where(Alert.id.in_(ids))
+        ):
+            names[alert_id] = (name, params or {})
         for change in session.scalars(
             select(AlertStatusChange)
             .where(AlertStatusChange.alert_id.in_(ids))
             .order_by(AlertStatusChange.id)
         ):
             changes[change.alert_id].append(change)
-    return [AlertRow(a, name, params or {}, changes[a.id]) for a, name, params in rows]
+    return [AlertRow(a, *names.get(a.id, (None, {})), changes[a.id]) for a in found]
 
 
 def alert_counts(session: Session) -> dict[str, int]:

@@ -3,10 +3,10 @@ from typing import Literal
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 from sqlalchemy.orm import Session
 
-from tewatch.alerts import queries
 from tewatch.alerts.lifecycle import TransitionError, change_status
 from tewatch.api.alert_schemas import AlertDetailOut, AlertOut, StatusChangeIn
 from tewatch.api.schemas import BUSY, NOT_FOUND
+from tewatch.store import alert_queries as queries
 from tewatch.store.alert_models import Alert
 from tewatch.store.database import write_session
 from tewatch.web.deps import get_engine, read_access, require_token

@@ -2,9 +2,9 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from tewatch.alerts import queries
 from tewatch.api.alert_schemas import ComparisonOut, DetectIn, DetectionOut, DetectOut
 from tewatch.api.schemas import BUSY, NOT_FOUND
+from tewatch.store import alert_queries as queries
 from tewatch.web.deps import get_engine, get_settings, read_access, require_token
 from tewatch.web.params import Offset, OptionalQueryInt, PathInt
 

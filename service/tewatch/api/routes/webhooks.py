@@ -3,7 +3,6 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from sqlalchemy.orm import Session
 
-from tewatch.alerts import queries
 from tewatch.alerts.subscriptions import (
     SubscriptionError,
     active_subscriptions,
@@ -12,6 +11,7 @@ from tewatch.alerts.subscriptions import (
 )
 from tewatch.api.alert_schemas import DeliveryOut, SubscriptionIn, SubscriptionOut
 from tewatch.api.schemas import BUSY, NOT_FOUND
+from tewatch.store import alert_queries as queries
 from tewatch.store.alert_models import DeliveryStatus, WebhookDelivery
 from tewatch.store.database import write_session
 from tewatch.web.deps import get_engine, require_token

@@ -1,6 +1,8 @@
-"""Reads of alerts, deliveries, detections and comparisons for the routes and the CLI."""
+"""Reads of alerts, deliveries, detections and comparisons, for the API, the pages and the CLI alike."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from sqlalchemy import case, select
 from sqlalchemy.orm import Session
@@ -8,11 +10,15 @@ from sqlalchemy.orm import Session
 from tewatch.store.alert_models import (
     Alert,
     AlertKind,
+    AlertStatus,
     DeliveryStatus,
     Detection,
     PrComparison,
     WebhookDelivery,
 )
+
+LIVE_STATES = (AlertStatus.open, AlertStatus.acknowledged)
+CLOSED_STATES = (AlertStatus.resolved, AlertStatus.dismissed)
 
 
 def list_alerts(
@@ -24,8 +30,10 @@ def list_alerts(
     gpu_model: str | None = None,
     limit: int = 200,
     offset: int = 0,
+    statuses: Sequence[AlertStatus] | None = None,
 ) -> list[Alert]:
-    """Correctness alerts first, then the newest."""
+    """Correctness alerts first, then the newest; closed ones alone (`statuses` CLOSED_STATES) newest
+    closed first."""
     query = select(Alert)
     for column, value in (
         (Alert.status, status),
@@ -36,8 +44,13 @@ def list_alerts(
     ):
         if value is not None:
             query = query.where(column == value)
-    correctness_first = case((Alert.kind == AlertKind.correctness, 0), else_=1)
-    query = query.order_by(correctness_first, Alert.created_at.desc(), Alert.id.desc())
+    if statuses is not None:
+        query = query.where(Alert.status.in_(statuses))
+    if statuses is not None and set(statuses) <= set(CLOSED_STATES):
+        query = query.order_by(Alert.updated_at.desc(), Alert.id.desc())
+    else:
+        correctness_first = case((Alert.kind == AlertKind.correctness, 0), else_=1)
+        query = query.order_by(correctness_first, Alert.created_at.desc(), Alert.id.desc())
     return list(session.scalars(query.limit(limit).offset(offset)))
 
 
