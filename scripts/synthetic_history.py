@@ -68,7 +68,7 @@ PULL_REQUESTS = 3  # pull requests 1..3, one head commit each, run on every GPU
 # one object for every verdict row, so the bulk insert serialises it once per batch
 NO_CHECKS: list = []
 VERDICT_GPU_STATE = {"sm_clock_mhz": [1980, 1975], "power_w": [412.0]}
-DEFERRED_INDEXES = ("ix_results_series_run", "ix_verdicts_case_run")
+DEFERRED_INDEXES = ("ix_results_series_points", "ix_verdicts_case_points")
 RESULT_COLUMNS = ("run_id", "series_id", "status", "value", "samples", "q_25", "q_75", "number", "repeat",
                   "benchmark_version")  # fmt: skip
 VERDICT_COLUMNS = ("run_id", "case_id", "status", "check", "metric", "metric_value", "tolerance",
