@@ -92,8 +92,9 @@ def page_plan(url: str) -> list[tuple[str, Callable[[random.Random], str]]]:
         run_ids = list(conn.scalars(select(Run.id)))
         gpus = list(conn.scalars(select(Machine.gpu_model).distinct()))
         failing_case = conn.scalar(select(Case.id).where(Case.mode.is_not(None)).limit(1)) or case_ids[0]
+        pull_request = conn.scalar(select(func.min(Run.pr_number)))
     engine.dispose()
-    return [
+    pages: list[tuple[str, Callable[[random.Random], str]]] = [
         ("overview /", lambda r: "/"),
         ("overview, GPU filter", lambda r: f"/?gpu={r.choice(gpus)}"),
         ("overview, search", lambda r: "/?q=error"),
@@ -109,8 +110,10 @@ def page_plan(url: str) -> list[tuple[str, Callable[[random.Random], str]]]:
         ("run /runs/{id}", lambda r: f"/runs/{r.choice(run_ids)}"),
         ("machines /machines", lambda r: "/machines"),
         ("alerts /alerts", lambda r: "/alerts"),
-        ("pull request /pr/{n}", lambda r: "/pr/1"),
     ]
+    if pull_request is not None:  # the suites history has pull requests; the wide one has none
+        pages.append((f"pull request /pr/{pull_request}", lambda r: f"/pr/{pull_request}"))
+    return pages
 
 
 def percentile(values: list[float], q: float) -> float:
