@@ -1,10 +1,12 @@
 """Dashboard benchmark: server time of every page with about 1,000,000 stored results.
 
-Two histories (both about 1M results):
-  suites  the suites' shape (scripts/synthetic_history.py): quantize, RHT, GEMM, Linear and contract cases on
-          three GPU models, ~1,200 commits of main, version upgrades midway; long series (~1,200 points).
-  wide    the store benchmark's uploads (scripts/bench_store.py), ingested through the real ingest core:
-          5,000 cases of one class, 100 runs; the widest overview and matrix.
+Two histories (both about 1M results by default; --results 10000000 for the scale check):
+  suites  the suites' shape (scripts/synthetic_history.py, bulk-written): quantize, RHT, GEMM, Linear and
+          contract cases on three GPU models, ~1,550 commits of main per 1M results, version upgrades midway,
+          pull requests 1 to 3 (the /pr/1 page); long series (~1,550 points per 1M results).
+  wide    the store benchmark's uploads (scripts/bench_store.py): one ingested through the real ingest core,
+          older runs of the same 5,000 cases of one class bulk-written as bench_store fills its history
+          (100 runs per 1M results); the widest overview and matrix.
 
 The service runs as a real uvicorn process on a loopback port; each page is requested `--requests` times
 (ids rotated where a page takes one) after two warm-up requests, and the wall time of each request is kept.
@@ -12,6 +14,7 @@ Prints one table per history. Target: p95 < 300 ms for every page.
 
     .venv/bin/python scripts/bench_dashboard.py                    # both histories, 1M results each
     .venv/bin/python scripts/bench_dashboard.py --shape suites --results 200000   # quick look
+    .venv/bin/python scripts/bench_dashboard.py --shape suites --results 10000000  # 10M, ~5 min here
     .venv/bin/python scripts/bench_dashboard.py --shape wide --fill --database-url postgresql://...  # PostgreSQL
 """
 
@@ -59,19 +62,16 @@ def fill_suites(url: str, results: int, console: Console) -> None:
 
 
 def fill_wide(url: str, results: int, console: Console) -> None:
-    from bench_store import UploadFactory
+    from bench_store import UploadFactory, fill_history
 
     from tewatch.ingest.service import ingest_bundle
 
     upgrade(url)
     engine = make_engine(url)
     factory = UploadFactory(5000, 10)
-    runs = max(1, round(results / factory.n_results))
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("ingesting the wide history", total=runs)
-        for index in range(runs):
-            ingest_bundle(engine, factory.bundle(index))
-            progress.advance(task)
+    console.print(f"generating the wide history ({results:,} results) …")
+    ingest_bundle(engine, factory.bundle(0))
+    fill_history(engine, factory, results, random.Random(2))
     engine.dispose()
 
 
@@ -92,8 +92,9 @@ def page_plan(url: str) -> list[tuple[str, Callable[[random.Random], str]]]:
         run_ids = list(conn.scalars(select(Run.id)))
         gpus = list(conn.scalars(select(Machine.gpu_model).distinct()))
         failing_case = conn.scalar(select(Case.id).where(Case.mode.is_not(None)).limit(1)) or case_ids[0]
+        pull_request = conn.scalar(select(func.min(Run.pr_number)))
     engine.dispose()
-    return [
+    pages: list[tuple[str, Callable[[random.Random], str]]] = [
         ("overview /", lambda r: "/"),
         ("overview, GPU filter", lambda r: f"/?gpu={r.choice(gpus)}"),
         ("overview, search", lambda r: "/?q=error"),
@@ -109,8 +110,10 @@ def page_plan(url: str) -> list[tuple[str, Callable[[random.Random], str]]]:
         ("run /runs/{id}", lambda r: f"/runs/{r.choice(run_ids)}"),
         ("machines /machines", lambda r: "/machines"),
         ("alerts /alerts", lambda r: "/alerts"),
-        ("pull request /pr/{n}", lambda r: "/pr/1"),
     ]
+    if pull_request is not None:  # the suites history has pull requests; the wide one has none
+        pages.append((f"pull request /pr/{pull_request}", lambda r: f"/pr/{pull_request}"))
+    return pages
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -1,13 +1,20 @@
-"""Store benchmark: ingest throughput and query latency with ~1,000,000 stored results.
+"""Store benchmark: ingest time as history grows, against a bare insert of the same rows, and query latency.
 
-Generates realistic uploads (asv v2 results with samples, benchmarks.json, machine.json and one sidecar
-case record per case), ingests them through the real ingest core (parse, validate, plan, write), then
-times the series query and the latest-verdicts query. Prints one table per backend.
+Realistic uploads (asv v2 results with samples, benchmarks.json, machine.json and one sidecar case record
+per case: 5,000 cases x 2 series, 15,000 rows) go through the real ingest core (parse, validate, plan,
+write). Before each round of timed uploads the history is filled up to the next --history level with runs
+of the same cases, bulk-written (executemany on SQLite, COPY on PostgreSQL, the two history indexes built
+afterwards) and older than every timed upload, so the latest-verdict tables are what ingest left. Beside
+each timed upload, a bare DB-API executemany of its rows (bound as ingest binds them) is timed into
+unindexed copies of results and verdicts, and into the tables themselves (their indexes at their size),
+rolled back. Then the series query and the latest-verdicts query are timed. Prints a table per level and
+the ingest growth per million stored results (least-squares slope).
 
-    .venv/bin/python scripts/bench_store.py                       # SQLite and PostgreSQL, 1M results
-    .venv/bin/python scripts/bench_store.py --backend sqlite --runs 10   # quick look
+    .venv/bin/python scripts/bench_store.py                                       # SQLite and PostgreSQL, 0 and 1M
+    .venv/bin/python scripts/bench_store.py --backend sqlite --history 0,2.5e6,5e6,1e7    # 10M
 
-Targets: ingest >= 20,000 result rows/s; series p95 < 50 ms; latest verdicts over 5,000 cases p95 < 200 ms.
+Targets: ingest time flat as history grows; ingest >= 0.3 of the bare indexed insert; series p95 < 50 ms;
+latest verdicts over 5,000 cases p95 < 200 ms.
 """
 
 from __future__ import annotations
@@ -15,24 +22,31 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import random
 import statistics
 import subprocess
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
+from sqlalchemy import Connection, Engine, Row, func, insert, select
+from synthetic_history import NO_CHECKS, drop_history_indexes
 
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.fingerprints import case_id
+from tewatch.ingest.plan import build_plan
 from tewatch.ingest.service import ingest_bundle
+from tewatch.ingest.writer import RESULT_COLUMNS, VERDICT_COLUMNS
 from tewatch.store import queries
-from tewatch.store.database import make_engine
+from tewatch.store.bulk import bound_rows, insert_rows
+from tewatch.store.database import is_sqlite, make_engine
 from tewatch.store.migrate import upgrade
+from tewatch.store.models import Case, Commit, Result, Run, Series, Verdict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CASE = "linear.LinearFwdBwd"
@@ -41,6 +55,14 @@ PARAM_NAMES = ["recipe", "rank", "mode", "shape"]
 RECIPES = ["nvfp4", "mxfp8", "fp8_current", "fp8_block", "bf16"]
 RANKS = [2, 3, 4, 5]
 MODES = ["eager", "default", "reduce-overhead", "max-autotune", "no-cudagraphs"]
+FILL_ENV = "existing-py_history"  # the asv environment of the bulk-written history runs
+FILL_RUNS_PER_BATCH = 10
+FILL_RESULT_COLUMNS = ("run_id", "series_id", "status", "value", "samples", "q_25", "q_75", "number", "repeat",
+                       "benchmark_version")  # fmt: skip
+FILL_VERDICT_COLUMNS = ("run_id", "case_id", "status", "check", "metric", "metric_value", "tolerance",
+                        "extra_checks", "gpu_state")  # fmt: skip
+NO_STATE: dict = {}
+BARE_RUN_INDEX = 10**9  # the run the bare inserts write for, rolled back
 VERDICTS = ["pass"] * 90 + ["fail_accuracy"] * 4 + ["error"] * 3 + ["unsupported"] * 2 + ["oom"]
 
 
@@ -121,32 +143,156 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
+def parse_levels(text: str) -> list[int]:
+    levels = sorted({int(float(part)) for part in text.split(",") if part.strip()})
+    if not levels or levels[0] < 0:
+        raise argparse.ArgumentTypeError("expected stored-result counts such as 0,1e6,1e7")
+    return levels
+
+
+def fill_history(engine: Engine, factory: UploadFactory, target: int, rng: random.Random) -> int:
+    """Bulk-write runs of the factory's cases (commits older than every timed upload, so the latest-verdict
+    tables stay as ingest left them) until about `target` results are stored; returns the count."""
+    with engine.connect() as conn:
+        stored = conn.scalar(select(func.count()).select_from(Result)) or 0
+        first = conn.execute(select(Run.machine_id, Run.environment_id).order_by(Run.id).limit(1)).one()
+        series = conn.execute(select(Series.id, Series.case_id).order_by(Series.id)).all()
+        case_ids = sorted({case for _, case in series})
+        filled_runs = (
+            conn.scalar(select(func.count()).select_from(Run).where(Run.asv_env_name == FILL_ENV)) or 0
+        )
+    runs = max(0, math.ceil((target - stored) / len(series)))
+    if not runs:
+        return stored
+    noise = [sorted(rng.gauss(1, 0.02) for _ in range(10)) for _ in range(1024)]
+    base = [rng.uniform(1e-4, 5e-3) for _ in series]
+    started = datetime(2026, 1, 1, tzinfo=UTC)
+    with engine.begin() as conn:
+        deferred = drop_history_indexes(conn)
+    for first_run in range(filled_runs, filled_runs + runs, FILL_RUNS_PER_BATCH):
+        batch = range(first_run, min(filled_runs + runs, first_run + FILL_RUNS_PER_BATCH))
+        with engine.begin() as conn:
+            run_ids = [fill_run(conn, index, first, started) for index in batch]
+            results, verdicts = [], []
+            for run_id in run_ids:
+                for (series_id, _), level in zip(series, base, strict=True):
+                    samples = [level * f for f in noise[rng.getrandbits(10)]]
+                    results.append(
+                        (run_id, series_id, "ok", samples[5], samples, samples[2], samples[7], 1, 10, "v1")
+                    )
+                verdicts += [(run_id, case, "pass", "native_vs_reference", "max_abs_err", 1e-4, 5e-4, NO_CHECKS, NO_STATE)
+                             for case in case_ids]  # fmt: skip
+            insert_rows(conn, Result.__table__, FILL_RESULT_COLUMNS, results)
+            insert_rows(conn, Verdict.__table__, FILL_VERDICT_COLUMNS, verdicts)
+            stored += len(results)
+    with engine.begin() as conn:
+        for index in deferred:
+            index.create(conn)
+    if engine.dialect.name == "postgresql":
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("ANALYZE")  # autovacuum would, soon after a load this size
+    return stored
+
+
+def fill_run(conn: Connection, index: int, first: Row, started: datetime) -> int:
+    at = started + timedelta(minutes=index)
+    commit_id = conn.execute(
+        insert(Commit).returning(Commit.id),
+        {"repo": "NVIDIA/TransformerEngine", "sha": f"f{index:039x}", "parents": [], "branch": "main",
+         "committed_at": at},
+    ).scalar_one()  # fmt: skip
+    return conn.execute(
+        insert(Run).returning(Run.id),
+        {"digest": f"fill-{index}", "machine_id": first.machine_id, "environment_id": first.environment_id,
+         "commit_id": commit_id, "branch": "main", "asv_env_name": FILL_ENV, "started_at": at,
+         "uploaded_at": at, "summary": {}},
+    ).scalar_one()  # fmt: skip
+
+
+def bare_insert_seconds(engine: Engine, bundle: UploadBundle, indexed: bool) -> float:
+    """A bare DB-API executemany of the upload's result and verdict rows, bound as ingest binds them, into
+    the results and verdicts tables themselves (their indexes and foreign keys, their size; for a run
+    made for it) or into unindexed copies; rolled back."""
+    plan = build_plan(bundle)
+    with engine.connect() as conn:
+        series_ids = dict(conn.execute(select(Series.fingerprint, Series.id)).all())
+        case_ids = dict(conn.execute(select(Case.fingerprint, Case.id)).all())
+        first = conn.execute(select(Run.machine_id, Run.environment_id).order_by(Run.id).limit(1)).one()
+        conn.rollback()
+        transaction = conn.begin()
+        run_id = fill_run(conn, BARE_RUN_INDEX, first, datetime(2026, 1, 1, tzinfo=UTC))
+        results = [(run_id, series_ids[r.series_fingerprint], *r[1:]) for r in plan.results]
+        verdicts = [(run_id, case_ids[v.case_fingerprint], *v[1:]) for v in plan.verdicts]
+        statements = []
+        for table, columns, rows in ((Result.__table__, RESULT_COLUMNS, results),
+                                     (Verdict.__table__, VERDICT_COLUMNS, verdicts)):  # fmt: skip
+            name = table.name
+            if not indexed:
+                name = f"bare_{table.name}"
+                conn.exec_driver_sql(
+                    f"CREATE TEMPORARY TABLE {name} AS SELECT * FROM {table.name} WHERE 1 = 0"
+                )
+            marks = ", ".join(["?" if is_sqlite(conn) else "%s"] * len(columns))
+            quoted = ", ".join(conn.dialect.identifier_preparer.quote(c) for c in columns)
+            statements.append((f"INSERT INTO {name} ({quoted}) VALUES ({marks})",
+                               bound_rows(conn, table, columns, rows)))  # fmt: skip
+        cursor = conn.connection.cursor()
+        start = time.perf_counter()
+        for statement, rows in statements:
+            cursor.executemany(statement, rows)
+        elapsed = time.perf_counter() - start
+        cursor.close()
+        transaction.rollback()
+    return elapsed
+
+
+def time_level(engine: Engine, factory: UploadFactory, first_index: int, runs: int) -> dict:
+    """Ingest `runs` uploads through the real ingest core, each beside the bare inserts of its rows."""
+    ingest, bare, bare_indexed = [], [], []
+    for index in range(first_index, first_index + runs):
+        bundle = factory.bundle(index)  # generation is not timed
+        bare.append(bare_insert_seconds(engine, bundle, indexed=False))
+        bare_indexed.append(bare_insert_seconds(engine, bundle, indexed=True))
+        start = time.perf_counter()
+        ingest_bundle(engine, bundle)
+        ingest.append(time.perf_counter() - start)
+    return {"ingest": statistics.median(ingest), "bare": statistics.median(bare),
+            "bare_indexed": statistics.median(bare_indexed)}  # fmt: skip
+
+
+def growth_per_million(points: list[tuple[int, float]]) -> float | None:
+    """Least-squares slope of ingest seconds over stored results, per million results."""
+    if len({x for x, _ in points}) < 2:
+        return None
+    return statistics.linear_regression([x / 1e6 for x, _ in points], [y for _, y in points]).slope
+
+
 def run_backend(url: str, args, console: Console) -> dict:
     upgrade(url)
     engine = make_engine(url)
     factory = UploadFactory(args.cases, args.samples)
-    ingest_seconds = 0.0
-    stored = 0
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task(f"ingest ({engine.dialect.name})", total=args.runs)
-        for index in range(args.runs):
-            bundle = factory.bundle(index)  # generation is not timed
-            start = time.perf_counter()
-            outcome = ingest_bundle(engine, bundle)
-            ingest_seconds += time.perf_counter() - start
-            stored += sum(outcome.summary["results"].values())
-            progress.advance(task)
+    rng = random.Random(2)
+    ingest_bundle(engine, factory.bundle(0))  # the cases and series every later row refers to
+    index, levels = 1, []
+    for target in args.history:
+        start = time.perf_counter()
+        stored = fill_history(engine, factory, target, rng)
+        fill_s = time.perf_counter() - start
+        console.print(
+            f"{engine.dialect.name}: {stored:,} results stored ({fill_s:.0f} s to fill); timing ingest"
+        )
+        levels.append({"stored": stored, "fill_s": fill_s, **time_level(engine, factory, index, args.runs)})
+        index += args.runs
     with engine.connect() as conn:
         counts = queries.store_counts(conn)
         series_ids = [row[0] for row in conn.exec_driver_sql("SELECT id FROM series")]
-    rng = random.Random(1)
     series_times, verdict_times = [], []
     with engine.connect() as conn:
         for series_id in rng.sample(series_ids, min(args.queries, len(series_ids))):
             start = time.perf_counter()
             series = queries.get_series(conn, series_id)
             series_times.append(time.perf_counter() - start)
-        assert series is not None and len(series["points"]) == args.runs
+        assert series is not None
         for i in range(args.verdict_queries):
             start = time.perf_counter()
             latest = queries.latest_verdicts(conn, branch="main" if i % 2 else None)
@@ -154,8 +300,8 @@ def run_backend(url: str, args, console: Console) -> dict:
         assert len(latest) == len(factory.combos)
     engine.dispose()
     return {"backend": engine.dialect.name, "results": counts["results"], "verdicts": counts["verdicts"],
-            "cases": counts["cases"], "rows_per_s": stored / ingest_seconds, "ingest_s": ingest_seconds,
-            "series": series_times, "latest": verdict_times, "points": args.runs}  # fmt: skip
+            "cases": counts["cases"], "levels": levels, "series": series_times, "latest": verdict_times,
+            "points": len(series["points"]), "rows": factory.n_results + len(factory.combos)}  # fmt: skip
 
 
 def start_postgres(console: Console) -> tuple[str, Path]:
@@ -174,13 +320,16 @@ def main() -> None:
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
     parser.add_argument("--postgres-url", help="use this PostgreSQL database instead of a throwaway cluster")
     parser.add_argument("--cases", type=int, default=5000, help="cases per run (2 series each)")
-    parser.add_argument("--runs", type=int, default=100, help="uploads (cases x 2 x runs = stored results)")
+    parser.add_argument("--history", type=parse_levels, default=parse_levels("0,1e6"),
+                        help="stored results before each round of timed uploads, e.g. 0,2.5e6,5e6,1e7")  # fmt: skip
+    parser.add_argument("--runs", type=int, default=5, help="timed uploads per history level")
     parser.add_argument("--samples", type=int, default=10, help="samples per result")
     parser.add_argument("--queries", type=int, default=200, help="series queries timed")
     parser.add_argument("--verdict-queries", type=int, default=40, help="latest-verdicts queries timed")
     args = parser.parse_args()
     console = Console(width=max(Console().width, 150))
     load_before = os.getloadavg()
+    started = time.perf_counter()
     reports = []
     if args.backend in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as folder:
@@ -195,19 +344,36 @@ def main() -> None:
             finally:
                 subprocess.run(["bash", str(REPO_ROOT / "scripts" / "pg-test-cluster.sh"), "stop", str(folder)],
                                check=False)  # fmt: skip
-    table = Table(title="tewatch store benchmark")
-    for column in ("backend", "stored results", "verdicts", "cases", "ingest rows/s", "series p50 ms",
-                   "series p95 ms", "latest-verdicts p50 ms", "latest-verdicts p95 ms"):  # fmt: skip
+    table = Table(title="tewatch store benchmark: one upload of "
+                  f"{reports[0]['rows']:,} rows (results and verdicts) as history grows")  # fmt: skip
+    for column in ("backend", "stored results", "fill s", "ingest ms", "bare ms", "bare indexed ms",
+                   "ingest / bare", "ingest / bare indexed", "ingest rows/s"):  # fmt: skip
         table.add_column(column, justify="right")
     for r in reports:
-        table.add_row(
-            r["backend"], f"{r['results']:,}", f"{r['verdicts']:,}", f"{r['cases']:,}", f"{r['rows_per_s']:,.0f}",
+        for level in r["levels"]:
+            table.add_row(
+                r["backend"], f"{level['stored']:,}", f"{level['fill_s']:.0f}", f"{level['ingest'] * 1e3:.0f}",
+                f"{level['bare'] * 1e3:.0f}", f"{level['bare_indexed'] * 1e3:.0f}",
+                f"{level['bare'] / level['ingest']:.3f}", f"{level['bare_indexed'] / level['ingest']:.3f}",
+                f"{r['rows'] / level['ingest']:,.0f}",
+            )  # fmt: skip
+    console.print(table)
+    queries_table = Table(title="queries, at the last history level")
+    for column in ("backend", "stored results", "verdicts", "cases", "ingest growth ms per 1M results",
+                   "series p50 ms", "series p95 ms", "latest-verdicts p50 ms", "latest-verdicts p95 ms"):  # fmt: skip
+        queries_table.add_column(column, justify="right")
+    for r in reports:
+        growth = growth_per_million([(level["stored"], level["ingest"]) for level in r["levels"]])
+        queries_table.add_row(
+            r["backend"], f"{r['results']:,}", f"{r['verdicts']:,}", f"{r['cases']:,}",
+            "-" if growth is None else f"{growth * 1e3:.1f}",
             f"{percentile(r['series'], 50) * 1e3:.1f}", f"{percentile(r['series'], 95) * 1e3:.1f}",
             f"{percentile(r['latest'], 50) * 1e3:.1f}", f"{percentile(r['latest'], 95) * 1e3:.1f}",
         )  # fmt: skip
-    console.print(table)
-    console.print("targets: ingest >= 20,000 rows/s; series p95 < 50 ms (points per series: "
-                  f"{reports[0]['points']}); latest verdicts p95 < 200 ms")  # fmt: skip
+    console.print(queries_table)
+    console.print("targets: ingest time flat as history grows; ingest >= 0.3 of the bare indexed insert; "
+                  f"series p95 < 50 ms (points per series: {reports[0]['points']}); latest verdicts p95 < 200 ms")  # fmt: skip
+    console.print(f"wall time {time.perf_counter() - started:.0f} s")
     # other work on the machine slows every figure: say how busy it was
     load_after = os.getloadavg()
     console.print(f"load average (1 min) before {load_before[0]:.2f}, after {load_after[0]:.2f}; "

@@ -3,7 +3,15 @@
 The shape follows the suites: quantize, RHT, GEMM and Linear (recipe x rank x torch.compile mode) cases on
 three GPU models, one run per GPU per commit on `main`, a few pull-request runs, version upgrades midway
 (environment shifts), step changes in some series, and the correctness failures the H200 shows
-(3D/4D shape contracts, the CPU round trip). Rows go in through SQLAlchemy Core in large batches.
+(3D/4D shape contracts, the CPU round trip). Pull requests 1 to 3 each have a head commit run on every
+GPU against a merge base near the end of main; pull request 1 breaks the FP8 GEMMs and slows the linear
+cases by 10 %.
+
+Rows are not ingested: they are bulk-written (executemany on SQLite, binary COPY on PostgreSQL, through
+tewatch.store.bulk) with the (series, run) and (case, run) indexes dropped during the load and built once
+afterwards, then the latest-verdict tables are rebuilt from the whole history (what ingest leaves after
+each upload) and, on PostgreSQL, the tables analysed. Samples are drawn from a pool of noise vectors.
+About 50,000 results a second on SQLite here.
 
     python scripts/synthetic_history.py sqlite:///big.sqlite3 --results 1000000
 """
@@ -19,11 +27,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine, Index, insert, select
 
-from tewatch.ingest.latest import update_latest_verdicts
+from tewatch.ingest.latest import rebuild_latest_verdicts
+from tewatch.store.bulk import insert_rows
 from tewatch.store.database import make_engine
 from tewatch.store.migrate import upgrade_engine
 from tewatch.store.models import (
@@ -54,7 +62,17 @@ RANKS = [2, 3, 4]
 QUANTIZE_RECIPES = ["nvfp4", "fp8-current", "fp8-block"]
 SHAPES = ["4096x4096", "8192x8192", "16384x5120"]
 GEMM_SHAPES = ["4096x4096x4096", "8192x8192x5120", "16384x8192x8192"]
-BATCH = 20_000
+BATCH = 50_000
+REPO = "NVIDIA/TransformerEngine"
+PULL_REQUESTS = 3  # pull requests 1..3, one head commit each, run on every GPU
+# one object for every verdict row, so the bulk insert serialises it once per batch
+NO_CHECKS: list = []
+VERDICT_GPU_STATE = {"sm_clock_mhz": [1980, 1975], "power_w": [412.0]}
+DEFERRED_INDEXES = ("ix_results_series_points", "ix_verdicts_case_points")
+RESULT_COLUMNS = ("run_id", "series_id", "status", "value", "samples", "q_25", "q_75", "number", "repeat",
+                  "benchmark_version")  # fmt: skip
+VERDICT_COLUMNS = ("run_id", "case_id", "status", "check", "metric", "metric_value", "tolerance",
+                   "exception_class", "message", "traceback_head", "reason", "extra_checks", "gpu_state")  # fmt: skip
 
 
 def _digest(*parts: object) -> str:
@@ -303,7 +321,7 @@ def generate(engine: Engine, results: int, seed: int = 7, progress: bool = True)
         machine_ids = {(m.gpu_model, m.driver): m.id for m in conn.execute(select(Machine)).all()}
         env_ids = [e.id for e in conn.execute(select(Environment).order_by(Environment.id)).all()]
 
-    case_rows, series_keys = [], []
+    case_rows = []
     for gpu, cc in GPUS:
         for spec in specs:
             fp = _digest(spec.case_name, spec.params, gpu, cc)
@@ -337,149 +355,260 @@ def generate(engine: Engine, results: int, seed: int = 7, progress: bool = True)
                         "benchmark_id": benchmark_ids[f"{spec.case_name}.{method}"],
                     }
                 )
-                series_keys.append((gpu, cc, spec, method))
     _insert(engine, Series, series_rows)
     with engine.connect() as conn:
         series_ids = dict(conn.execute(select(Series.fingerprint, Series.id)).all())
 
-    commit_rows = []
-    for i in range(commits_needed):
-        commit_rows.append(
-            {
-                "repo": "NVIDIA/TransformerEngine",
-                "sha": _digest("commit", i)[:40],
-                "parents": [],
-                "branch": "main",
-                "committed_at": start + timedelta(hours=6 * i),
-                "pr_number": None,
-                "merge_base_sha": None,
-            }
-        )
+    commit_rows = [
+        {
+            "repo": REPO,
+            "sha": _digest("commit", i)[:40],
+            "parents": [_digest("commit", i - 1)[:40]] if i else [],
+            "branch": "main",
+            "committed_at": start + timedelta(hours=6 * i),
+            "pr_number": None,
+            "merge_base_sha": None,
+        }
+        for i in range(commits_needed)
+    ]
+    commit_rows += [pull_request_commit(pr, commits_needed, start) for pr in range(1, PULL_REQUESTS + 1)]
     _insert(engine, Commit, commit_rows)
     with engine.connect() as conn:
-        commits = conn.execute(select(Commit.id, Commit.sha, Commit.committed_at).order_by(Commit.id)).all()
+        commits = conn.execute(select(Commit.id, Commit.pr_number).order_by(Commit.id)).all()
 
     steps = {
         fp: (rng.randrange(commits_needed), rng.choice([0.85, 1.12, 1.3])) for fp in list(series_ids)[::17]
     }
-    written = {"results": 0, "verdicts": 0, "runs": 0}
-    t0 = time.perf_counter()
-    run_rows: list[dict] = []
+    run_plans = []  # (commit index on main, gpu, pull request or None), in run id order
     for ci, commit in enumerate(commits):
-        for gpu, _cc in GPUS:
-            driver = "570.86.15" if ci < commits_needed // 2 else "580.159.04"
-            env_id = env_ids[min(len(env_ids) - 1, ci * len(env_ids) // commits_needed)]
-            run_rows.append(
-                {
-                    "digest": _digest("run", ci, gpu),
-                    "machine_id": machine_ids[(gpu, driver)],
-                    "environment_id": env_id,
-                    "commit_id": commit.id,
-                    "branch": "main",
-                    "pr_number": None,
-                    "asv_env_name": "existing-py_usr_bin_python3",
-                    "profile": "full",
-                    "started_at": commit.committed_at + timedelta(minutes=30),
-                    "finished_at": commit.committed_at + timedelta(minutes=44),
-                    "uploaded_at": commit.committed_at + timedelta(minutes=45),
-                    "gpu_state": {
-                        "sm_clock_mhz": [1980],
-                        "temperature_c": [41 + ci % 7],
-                        "throttle_reasons": ["none"],
-                    },
-                    "gpu": gpu,
-                }
-            )
-    summary: dict[str, dict[str, Any]] = {"verdicts": {}, "results": {}}
-    for gpu, cc in GPUS:
-        counts: dict[str, int] = {}
-        for spec in specs:
-            status = verdict_for(spec, gpu, cc)["status"]
-            counts[status] = counts.get(status, 0) + 1
-        summary["verdicts"][gpu] = counts
-    for row in run_rows:
-        row["summary"] = {"verdicts": summary["verdicts"][row.pop("gpu")]}
+        level_at = ci if commit.pr_number is None else pull_request_base(commit.pr_number, commits_needed)
+        run_plans += [(level_at, gpu, commit.pr_number) for gpu, _cc in GPUS]
+    run_rows = [
+        run_row(i, level_at, gpu, pr, commits[i // len(GPUS)].id, commit_rows[i // len(GPUS)], commits_needed)
+        for i, (level_at, gpu, pr) in enumerate(run_plans)
+    ]
+    for row, (_, gpu, pr) in zip(run_rows, run_plans, strict=True):
+        row["machine_id"] = machine_ids[(gpu, row.pop("driver"))]
+        row["environment_id"] = env_ids[
+            min(len(env_ids) - 1, row.pop("env_index") * len(env_ids) // commits_needed)
+        ]
+        row["summary"] = {"verdicts": verdict_counts(specs, gpu, pr)}
     for chunk in _chunks(run_rows, BATCH):
         _insert(engine, Run, chunk)
     with engine.connect() as conn:
-        runs = conn.execute(
-            select(Run.id, Run.digest, Run.commit_id, Machine.gpu_model).join(Machine).order_by(Run.id)
-        ).all()
-    written["runs"] = len(runs)
-    commit_index = {c.id: i for i, c in enumerate(commits)}
+        run_ids = list(conn.scalars(select(Run.id).order_by(Run.id)))
 
-    result_buf: list[dict] = []
-    verdict_buf: list[dict] = []
-    for run in runs:
-        ci = commit_index[run.commit_id]
-        cc = dict(GPUS)[run.gpu_model]
-        for spec in specs:
-            case_fp = _digest(spec.case_name, spec.params, run.gpu_model, cc)
-            verdict = verdict_for(spec, run.gpu_model, cc)
-            verdict_buf.append(
-                {
-                    "run_id": run.id,
-                    "case_id": case_ids[case_fp],
-                    "status": verdict["status"],
-                    "check": verdict.get("check", ""),
-                    "metric": verdict.get("metric"),
-                    "metric_value": verdict.get("metric_value"),
-                    "tolerance": verdict.get("tolerance"),
-                    "exception_class": verdict.get("exception_class"),
-                    "message": verdict.get("message"),
-                    "traceback_head": verdict.get("traceback_head"),
-                    "reason": verdict.get("reason"),
-                    "extra_checks": [],
-                    "gpu_state": {"sm_clock_mhz": [1980, 1975], "power_w": [412.0]},
-                }
+    layout = {gpu: gpu_layout(specs, gpu, cc, case_ids, series_ids, steps) for gpu, cc in GPUS}
+    noise = noise_pool(rng)
+    written = {"results": 0, "verdicts": 0, "runs": len(run_ids)}
+    t0 = time.perf_counter()
+    with engine.begin() as conn:
+        deferred = drop_history_indexes(conn)
+    result_buf: list[tuple] = []
+    verdict_buf: list[tuple] = []
+    for run_id, (level_at, gpu, pr) in zip(run_ids, run_plans, strict=True):
+        verdict_buf += [(run_id, *row) for row in layout[gpu].verdicts(pr)]
+        result_buf += layout[gpu].results(run_id, level_at, pr, rng, noise)
+        if len(result_buf) >= BATCH:
+            _write_rows(engine, result_buf, verdict_buf, written)
+            result_buf, verdict_buf = [], []
+            if progress:
+                rate = written["results"] / (time.perf_counter() - t0)
+                print(f"\r{written['results']:>11,} results  {rate:,.0f}/s", end="", flush=True)
+    _write_rows(engine, result_buf, verdict_buf, written)
+    if progress:
+        print(f"\nindexing and the latest-verdict tables ({time.perf_counter() - t0:.0f} s so far) …")
+    with engine.begin() as conn:
+        for index in deferred:
+            index.create(conn)
+        rebuild_latest_verdicts(conn)  # what ingest leaves after each upload, for the whole history at once
+    if engine.dialect.name == "postgresql":
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("ANALYZE")  # autovacuum would, soon after a load this size
+    return written
+
+
+def pull_request_base(pr: int, commits_needed: int) -> int:
+    """The main commit a pull request branches from: near the end of the history."""
+    return max(0, commits_needed - 1 - 4 * pr)
+
+
+def pull_request_commit(pr: int, commits_needed: int, start: datetime) -> dict:
+    base_index = pull_request_base(pr, commits_needed)
+    base = _digest("commit", base_index)[:40]
+    return {
+        "repo": REPO,
+        "sha": _digest("pr", pr)[:40],
+        "parents": [base],
+        "branch": f"pr-{pr}",
+        "committed_at": start + timedelta(hours=6 * base_index, minutes=90),
+        "pr_number": pr,
+        "merge_base_sha": base,
+    }
+
+
+def run_row(
+    index: int, level_at: int, gpu: str, pr: int | None, commit_id: int, commit: dict, commits_needed: int
+) -> dict:
+    started = commit["committed_at"] + timedelta(minutes=30)
+    return {
+        "digest": _digest("run", index, gpu),
+        "driver": "570.86.15" if level_at < commits_needed // 2 else "580.159.04",
+        "env_index": level_at,
+        "commit_id": commit_id,
+        "branch": commit["branch"],
+        "pr_number": pr,
+        "merge_base_sha": commit["merge_base_sha"],
+        "asv_env_name": "existing-py_usr_bin_python3",
+        "profile": "full",
+        "started_at": started,
+        "finished_at": started + timedelta(minutes=14),
+        "uploaded_at": started + timedelta(minutes=15),
+        "gpu_state": {
+            "sm_clock_mhz": [1980],
+            "temperature_c": [41 + index % 7],
+            "throttle_reasons": ["none"],
+        },
+    }
+
+
+def breaks_in_pull_request(spec: CaseSpec, pr: int | None) -> bool:
+    """Pull request 1 breaks the FP8 GEMMs (a new failure on its page) and slows the linear cases."""
+    return pr == 1 and spec.case_name == "gemm.Gemm" and spec.params.get("recipe") == "fp8-current"
+
+
+def pull_request_verdict(spec: CaseSpec, gpu: str, cc: str, pr: int | None) -> dict:
+    if breaks_in_pull_request(spec, pr):
+        return {
+            "status": "error",
+            "check": "native_vs_reference",
+            "exception_class": "RuntimeError",
+            "message": "cublasLt returned CUBLAS_STATUS_NOT_SUPPORTED for the FP8 GEMM",
+            "traceback_head": 'Traceback (most recent call last):\n  File "benchmarks/gemm.py", line 61',
+        }
+    return verdict_for(spec, gpu, cc)
+
+
+def verdict_counts(specs: list[CaseSpec], gpu: str, pr: int | None) -> dict[str, int]:
+    cc = dict(GPUS)[gpu]
+    counts: dict[str, int] = {}
+    for spec in specs:
+        status = pull_request_verdict(spec, gpu, cc, pr)["status"]
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+def noise_pool(rng: random.Random, size: int = 4096) -> list[list[float]]:
+    """Sorted relative spreads of 8 samples (2 % noise), drawn once and picked at random per result."""
+    return [sorted(1 + rng.gauss(0, 0.02) for _ in range(8)) for _ in range(size)]
+
+
+@dataclass
+class SeriesShape:
+    series_id: int
+    unit: str
+    base: float
+    step_at: int
+    step: float
+    slower_in_pr: bool
+
+
+@dataclass
+class GpuLayout:
+    """Every case and series of one GPU: the verdict rows (less the run id) and how results are drawn."""
+
+    verdict_rows: dict[int | None, list[tuple]]
+    series_by_pr: dict[int | None, list[tuple[SeriesShape, bool, str]]]
+
+    def verdicts(self, pr: int | None) -> list[tuple]:
+        return self.verdict_rows[pr if pr in self.verdict_rows else None]
+
+    def results(
+        self, run_id: int, level_at: int, pr: int | None, rng: random.Random, noise: list[list[float]]
+    ) -> list[tuple]:
+        rows: list[tuple] = []
+        pick = rng.getrandbits
+        bits = (len(noise) - 1).bit_length()
+        for shape, ok, status in self.series_by_pr[pr if pr in self.series_by_pr else None]:
+            if not ok:
+                rows.append((run_id, shape.series_id, status, None, None, None, None, 100, 8, ""))
+                continue
+            level = shape.base * (shape.step if level_at >= shape.step_at else 1.0)
+            if pr == 1 and shape.slower_in_pr:
+                level *= 1.1
+            spread = noise[pick(bits)]
+            if shape.unit == "TFLOP/s":
+                samples = sorted(1e-12 / (level * f) for f in spread)
+            elif shape.unit == "fraction":
+                samples = sorted(min(1.0, 0.7 * shape.base / (level * f)) for f in spread)
+            else:
+                samples = [level * f for f in spread]
+            rows.append(
+                (run_id, shape.series_id, status, samples[4], samples, samples[2], samples[5], 100, 8, "")
             )
+        return rows
+
+
+def gpu_layout(
+    specs: list[CaseSpec],
+    gpu: str,
+    cc: str,
+    case_ids: dict[str, int],
+    series_ids: dict[str, int],
+    steps: dict[str, tuple[int, float]],
+) -> GpuLayout:
+    verdict_rows: dict[int | None, list[tuple]] = {}
+    series_by_pr: dict[int | None, list[tuple[SeriesShape, bool, str]]] = {}
+    for pr in (None, 1):
+        verdict_rows[pr], series_by_pr[pr] = [], []
+        for spec in specs:
+            case_fp = _digest(spec.case_name, spec.params, gpu, cc)
+            verdict = pull_request_verdict(spec, gpu, cc, pr)
+            verdict_rows[pr].append(
+                (
+                    case_ids[case_fp],
+                    verdict["status"],
+                    verdict.get("check", ""),
+                    verdict.get("metric"),
+                    verdict.get("metric_value"),
+                    verdict.get("tolerance"),
+                    verdict.get("exception_class"),
+                    verdict.get("message"),
+                    verdict.get("traceback_head"),
+                    verdict.get("reason"),
+                    NO_CHECKS,
+                    VERDICT_GPU_STATE,
+                )
+            )
+            ok = verdict["status"] in ("pass", "fail_accuracy")
+            status = "ok" if ok else ("unsupported" if verdict["status"] == "unsupported" else "failed")
             for method, unit in spec.benchmarks:
                 fp = _digest(case_fp, method)
-                ok = verdict["status"] in ("pass", "fail_accuracy")
+                step_at, step = steps.get(fp, (1 << 62, 1.0))
                 base = spec.base_seconds * (30 if method == "compile_seconds" else 1)
-                at, factor = steps.get(fp, (commits_needed + 1, 1.0))
-                level = base * (factor if ci >= at else 1.0)
-                samples = [level * (1 + rng.gauss(0, 0.02)) for _ in range(8)]
-                if unit == "TFLOP/s":
-                    samples = [1e-12 / s for s in samples]
-                elif unit == "fraction":
-                    samples = [min(1.0, 0.7 * spec.base_seconds / s) for s in samples]
-                samples.sort()
-                result_buf.append(
-                    {
-                        "run_id": run.id,
-                        "series_id": series_ids[fp],
-                        "status": "ok"
-                        if ok
-                        else ("unsupported" if verdict["status"] == "unsupported" else "failed"),
-                        "value": samples[4] if ok else None,
-                        "samples": samples if ok else None,
-                        "q_25": samples[2] if ok else None,
-                        "q_75": samples[5] if ok else None,
-                        "number": 100,
-                        "repeat": 8,
-                        "benchmark_version": "",
-                    }
+                shape = SeriesShape(
+                    series_ids[fp], unit, base, step_at, step, spec.case_name.startswith("linear")
                 )
-                if len(result_buf) >= BATCH:
-                    _insert(engine, Verdict, verdict_buf)
-                    _insert(engine, Result, result_buf)
-                    written["results"] += len(result_buf)
-                    written["verdicts"] += len(verdict_buf)
-                    result_buf, verdict_buf = [], []
-                    if progress:
-                        rate = written["results"] / (time.perf_counter() - t0)
-                        print(f"\r{written['results']:>9,} results  {rate:,.0f}/s", end="", flush=True)
-    _insert(engine, Verdict, verdict_buf)
-    _insert(engine, Result, result_buf)
-    written["results"] += len(result_buf)
-    written["verdicts"] += len(verdict_buf)
-    with engine.begin() as conn:  # the latest-verdict tables, as ingest leaves them after each upload
-        for run in runs:
-            update_latest_verdicts(conn, run.id, "main")
-    if progress:
-        print()
-    return written
+                series_by_pr[pr].append((shape, ok, status))
+    return GpuLayout(verdict_rows, series_by_pr)
+
+
+def drop_history_indexes(conn) -> list[Index]:
+    """Drop the (series, run) and (case, run) indexes for the load: built once afterwards, they cost a
+    fraction of keeping them through millions of inserts."""
+    dropped = []
+    for table in (Result.__table__, Verdict.__table__):
+        for index in table.indexes:
+            if index.name in DEFERRED_INDEXES:
+                index.drop(conn)
+                dropped.append(index)
+    return dropped
+
+
+def _write_rows(engine: Engine, results: list[tuple], verdicts: list[tuple], written: dict[str, int]) -> None:
+    with engine.begin() as conn:
+        written["verdicts"] += insert_rows(conn, Verdict.__table__, VERDICT_COLUMNS, verdicts)
+        written["results"] += insert_rows(conn, Result.__table__, RESULT_COLUMNS, results)
 
 
 def _chunks(rows: list[dict], size: int) -> Iterator[list[dict]]:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, select
+from sqlalchemy import ColumnElement, Connection, String, and_, func, select, type_coerce
 from sqlalchemy.orm import QueryableAttribute, Session
 
 from tewatch.core.statuses import FAILING_STATUSES
@@ -782,61 +782,101 @@ def series_points(
     pr: int | None = None,
 ) -> list[SeriesPoint]:
     """The series along the commit axis (commit time, then run order), oldest first; `last` keeps the tail.
-    With `pr`, the pull request's runs instead of the branch filter's."""
+    With `pr`, the pull request's runs instead of the branch filter's. Without samples (a chart drawn in
+    buckets), the points carry no GPU state either: buckets draw neither, and on a long history decoding
+    them is most of the time."""
     columns = [
         Result.run_id,
-        Result.status,
+        type_coerce(Result.status, String).label("status"),  # its value: no enum per row
         Result.value,
         Result.q_25,
         Result.q_75,
         Commit.sha,
         Commit.committed_at,
+        Commit.ordered_at,
         Run.started_at,
         Run.environment_id,
         Run.machine_id,
-        Run.gpu_state,
-        Verdict.status,
-        Verdict.exception_class,
-        Verdict.gpu_state,
     ]
-    if with_samples:
-        columns.append(Result.samples)
-    columns.append(Commit.ordered_at)
     stmt = (
         select(*columns)
         .join(Run, Run.id == Result.run_id)
         .join(Commit, Commit.id == Run.commit_id)
-        .outerjoin(Verdict, and_(Verdict.run_id == Result.run_id, Verdict.case_id == header.case_id))
         .where(Result.series_id == header.series_id, _runs_clause(branch, pr))
     )
     if last:
-        stmt = stmt.order_by(*newest_commit_first(Result.run_id)).limit(last)
-    points, order = [], []
-    for row in session.execute(stmt):
-        order.append((_aware(row.ordered_at or row.committed_at), _aware(row.started_at), row.run_id))
-        samples = row[14] if with_samples else None
-        if isinstance(samples, str):
-            samples = json.loads(samples)
-        gpu_state = dict(row.gpu_state or {})
-        gpu_state.update(row[13] or {})
-        points.append(
-            SeriesPoint(
-                run_id=row.run_id,
-                sha=row.sha,
-                at=row.committed_at or row.started_at,
-                status=row[1].value,
-                value=row.value,
-                q_25=row.q_25,
-                q_75=row.q_75,
-                samples=[s for s in (samples or []) if isinstance(s, (int, float))],
-                verdict=row[11].value if row[11] is not None else None,
-                exception_class=row.exception_class,
-                environment_id=row.environment_id,
-                machine_id=row.machine_id,
-                gpu_state=gpu_state,
-            )
+        # the tail's run ids first, from the (series, run) index: sorting whole rows would read every one
+        tail = stmt.with_only_columns(Result.run_id).order_by(*newest_commit_first(Result.run_id)).limit(last)
+        stmt = stmt.where(Result.run_id.in_(list(session.scalars(tail))))
+    conn = session.connection()
+    if with_samples:
+        verdict_columns = [type_coerce(Verdict.status, String).label("verdict"), Verdict.exception_class]
+        details = [Result.samples, Run.gpu_state, Verdict.gpu_state.label("verdict_gpu_state")]
+        stmt = stmt.add_columns(*verdict_columns, *details).outerjoin(
+            Verdict, and_(Verdict.run_id == Result.run_id, Verdict.case_id == header.case_id)
         )
-    return [p for _, p in sorted(zip(order, points, strict=True), key=lambda pair: pair[0])]
+        verdicts = None
+    else:
+        verdicts = _case_verdicts(conn, header.case_id)
+    points, order = [], []
+    with collector_paused():  # every point lives until the chart is drawn
+        for row in conn.execute(stmt).tuples():
+            (
+                run_id,
+                status,
+                value,
+                q_25,
+                q_75,
+                sha,
+                committed_at,
+                ordered_at,
+                started_at,
+                env_id,
+                machine_id,
+            ) = row[:11]
+            samples: list = []
+            gpu_state: dict = {}
+            if verdicts is None:
+                verdict, exception_class, stored_samples, run_gpu, verdict_gpu = row[11:]
+                if isinstance(stored_samples, str):
+                    stored_samples = json.loads(stored_samples)
+                samples = [s for s in stored_samples or () if isinstance(s, (int, float))]
+                gpu_state = dict(run_gpu or {})
+                gpu_state.update(verdict_gpu or {})
+            else:
+                verdict, exception_class = verdicts.get(run_id, NO_VERDICT)
+            order.append((_aware(ordered_at or committed_at), _aware(started_at), run_id))
+            points.append(
+                SeriesPoint(
+                    run_id,
+                    sha,
+                    committed_at or started_at,
+                    status,
+                    value,
+                    q_25,
+                    q_75,
+                    samples,
+                    verdict,
+                    exception_class,
+                    env_id,
+                    machine_id,
+                    gpu_state,
+                )
+            )
+    by_order = sorted(range(len(points)), key=order.__getitem__)
+    return [points[i] for i in by_order]
+
+
+NO_VERDICT: tuple[str | None, str | None] = (None, None)
+
+
+def _case_verdicts(conn: Connection, case_id: int) -> dict[int, tuple[str, str | None]]:
+    """run id -> (status, exception class) of every verdict of the case, read from the (case, run) index."""
+    status = type_coerce(Verdict.status, String)
+    rows = conn.execute(
+        select(Verdict.run_id, status, Verdict.exception_class).where(Verdict.case_id == case_id)
+    )
+    return {run_id: (status, exception_class) for run_id, status, exception_class in rows}
 
 
 def _aware(at: datetime | None) -> datetime:

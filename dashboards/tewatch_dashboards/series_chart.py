@@ -179,10 +179,11 @@ def build(
     points = queries.series_points(session, header, branch, last=last, with_samples=detailed)
     offset = total - len(points)
     chart = ChartData(header=header, total=total, offset=offset)
+    bucket_size = 1 if detailed else math.ceil(len(points) / MAX_DETAILED_POINTS)
     if detailed:
         chart.points = points
     else:
-        chart.buckets = aggregate(points, offset, math.ceil(len(points) / MAX_DETAILED_POINTS))
+        chart.buckets = aggregate(points, offset, bucket_size)
     if pr is not None:
         chart.pr = pr_overlay(session, header, pr, total)
     pr_points = chart.pr.points if chart.pr else []
@@ -190,7 +191,9 @@ def build(
         session, {p.environment_id for p in points + pr_points}, {p.machine_id for p in points + pr_points}
     )
     chart.shifts = environment_shifts(points, offset, envs, machines)
-    chart.commits = commit_labels(points, offset, envs)
+    chart.commits = commit_labels(
+        points, offset, envs, every=bucket_size
+    )  # buckets are labelled at their start
     if chart.pr:
         chart.commits.update(commit_labels(pr_points, chart.pr.x0, envs))
     values = [p.value if p.status == "ok" else None for p in points]
@@ -207,9 +210,11 @@ def commit_label(sha: str, te_version: str) -> str:
     return f"{sha[:7]}\nTE {te_version}" if te_version else sha[:7]
 
 
-def commit_labels(points: list[SeriesPoint], x0: int, envs: dict) -> dict[int, str]:
+def commit_labels(points: list[SeriesPoint], x0: int, envs: dict, every: int = 1) -> dict[int, str]:
+    """x -> label of every `every`-th point from the first."""
     labels = {}
-    for i, p in enumerate(points):
+    for i in range(0, len(points), every):
+        p = points[i]
         env = envs.get(p.environment_id)
         labels[x0 + i] = commit_label(p.sha, env.te_version if env else "")
     return labels

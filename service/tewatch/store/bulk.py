@@ -19,7 +19,7 @@ TEXT_OID, JSON_OID, JSONB_OID = 25, 114, 3802  # PostgreSQL's fixed type OIDs
 
 def insert_rows(conn: Connection, table: Table, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
     """Insert every row (values in the order of `columns`) in the caller's transaction; returns the count."""
-    processed = _processed(conn, table, columns, rows)
+    processed = bound_rows(conn, table, columns, rows)
     if conn.dialect.name == "postgresql":
         return _copy(conn, table, columns, processed)
     return _executemany(conn, table, columns, processed)
@@ -40,9 +40,10 @@ def _processors(conn: Connection, table: Table, columns: Sequence[str]) -> list[
     return found
 
 
-def _processed(
+def bound_rows(
     conn: Connection, table: Table, columns: Sequence[str], rows: Iterable[Sequence[Any]]
 ) -> list[Sequence[Any]]:
+    """The rows as the driver receives them: each value through its column type's bind processor."""
     rows = list(rows)
     processors = _processors(conn, table, columns)
     if not processors or not rows:

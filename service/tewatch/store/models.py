@@ -198,7 +198,8 @@ class Result(Base):
     __tablename__ = "results"
     __table_args__ = (
         UniqueConstraint("run_id", "series_id"),
-        Index("ix_results_series_run", "series_id", "run_id"),
+        # what a chart draws of a point, so that a long series reads the index alone
+        Index("ix_results_series_points", "series_id", "run_id", "status", "value", "q_25", "q_75"),
     )
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     run_id: Mapped[int] = mapped_column(Integer)
@@ -225,7 +226,7 @@ class Verdict(Base):
     __tablename__ = "verdicts"
     __table_args__ = (
         UniqueConstraint("run_id", "case_id"),
-        Index("ix_verdicts_case_run", "case_id", "run_id"),
+        Index("ix_verdicts_case_points", "case_id", "run_id", "status", "exception_class"),
     )
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     run_id: Mapped[int] = mapped_column(Integer)
