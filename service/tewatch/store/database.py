@@ -14,14 +14,6 @@ from tewatch.store import writer_turns
 
 LOCK_WAIT_SECONDS = 30.0  # how long a writer waits for a lock another writer holds (store.contention)
 SQLITE_CACHE_KIB = 64 * 1024  # per connection
-# An upload adds one entry at the end of every series' run of the (series, run) index and of every case's
-# in the (case, run) one: past a few hundred runs of history that is one leaf page per series and per
-# case, about 15,000 pages (60 MB) for 10,000 series, about the same pages every upload. A connection that
-# writes keeps them cached, and the WAL is copied back into the database every few uploads rather than
-# every one, writing each of those pages once.
-SQLITE_WRITER_CACHE_KIB = 256 * 1024
-SQLITE_CHECKPOINT_PAGES = 50_000  # 200 MB of WAL at 4 KiB pages (SQLite's default: 1,000)
-_WRITER_CACHE = "tewatch_writer_cache"  # key in a DB-API connection's info once its cache was enlarged
 # Connection execution option: begin the transaction with a write lock (SQLite `BEGIN IMMEDIATE`), so
 # concurrent writers queue on the busy timeout instead of failing when a read lock cannot be upgraded.
 WRITE_TRANSACTION = "tewatch_write"
@@ -75,7 +67,6 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
         # the store passes a few hundred thousand results; 64 MB keeps their hot pages (ingest ~10% faster
         # near 1M results).
         cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
-        cursor.execute(f"PRAGMA wal_autocheckpoint={SQLITE_CHECKPOINT_PAGES}")
         cursor.close()
 
     database = engine.url.database or ""
@@ -84,9 +75,6 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         if conn.get_execution_options().get(WRITE_TRANSACTION, False):
-            if not conn.info.get(_WRITER_CACHE):
-                conn.exec_driver_sql(f"PRAGMA cache_size=-{SQLITE_WRITER_CACHE_KIB}")
-                conn.info[_WRITER_CACHE] = True
             writer_turns.begin_immediate(conn, database, busy_timeout_ms)
         else:
             conn.exec_driver_sql("BEGIN")
