@@ -39,6 +39,12 @@ def post_run(client, parts: dict[str, list[tuple[str, bytes]]], **fields: str):
     return client.post("/api/v1/runs", files=files_of(parts), data=fields)
 
 
+def post_folder_run(client, results_dir: Path, **fields: str):
+    """Upload the one run an asv results folder holds (on branch main unless `fields` say otherwise)."""
+    (run,) = find_runs(results_dir)
+    return post_run(client, parts_of(run), **{"branch": "main", **fields})
+
+
 def bundle_of(run: RunFiles, **metadata) -> UploadBundle:
     """The UploadBundle the upload API would build from this run (for ingest without a server)."""
     parts = parts_of(run)

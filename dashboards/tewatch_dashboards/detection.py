@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 DETECTOR = ChangePointConfig()
 MIN_EFFECT = DETECTOR.min_effect
-LIVE_ALERT_STATES = LIVE_STATES
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ def perf_signals(session: Session, case_ids: list[int]) -> dict[int, PerfSignal]
         .outerjoin(Series, Series.id == Alert.series_id)
         .where(
             Alert.kind == AlertKind.regression,
-            Alert.status.in_(LIVE_ALERT_STATES),
+            Alert.status.in_(LIVE_STATES),
             Alert.pr_number.is_(None),
         )
         .order_by(Alert.id)
@@ -234,7 +233,7 @@ class AlertRow:
 def alerts(session: Session, live: bool, limit: int = 200, kind: str = "") -> list[AlertRow]:
     """The live alerts (or the closed ones), in the API's order (store.alert_queries), with their case."""
     found = list_alerts(
-        session, kind=kind or None, limit=limit, statuses=LIVE_ALERT_STATES if live else CLOSED_STATES
+        session, kind=kind or None, limit=limit, statuses=LIVE_STATES if live else CLOSED_STATES
     )
     ids = [a.id for a in found]
     names: dict[int, tuple[str | None, dict]] = {}

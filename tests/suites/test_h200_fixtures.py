@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.uploads import parts_of, post_run
-from tewatch.ingest.discover import find_runs
+from tests.uploads import post_folder_run
 from tewatch.runner import results
 
 RUN_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "h200-full"
@@ -23,9 +22,8 @@ RECORDS = sorted((SIDECAR / "cases").glob("*.json"))
 @pytest.fixture(scope="module")
 def stored(in_process_app) -> dict:
     """The run uploaded to a fresh store: the upload's answer, and every latest verdict by (case, params)."""
-    (run,) = find_runs(RUN_DIR)
     with in_process_app.client() as client:
-        answer = post_run(client, parts_of(run), branch="main")
+        answer = post_folder_run(client, RUN_DIR)
         assert answer.status_code == 201, answer.text
         latest = client.get("/api/v1/verdicts/latest").json()
     by_case = {(v["case_name"], json.dumps(v["params"], sort_keys=True)): v for v in latest}

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.uploads import parts_of, post_run
-from tewatch.ingest.discover import find_runs
+from tests.uploads import post_folder_run
 from tewatch.runner import results
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -29,9 +28,8 @@ def stored_counts(in_process_app):
     """The verdict counts the service answers for a fixture folder's run, uploaded (again) to one store."""
 
     def upload(folder: str) -> dict[str, int]:
-        (run,) = find_runs(FIXTURES / folder)
         with in_process_app.client() as client:
-            answer = post_run(client, parts_of(run), branch="main")
+            answer = post_folder_run(client, FIXTURES / folder)
         assert answer.status_code in (200, 201), answer.text
         return answer.json()["verdicts"]
 

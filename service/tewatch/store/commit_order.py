@@ -14,13 +14,15 @@ from tewatch.store.models import Commit, Run
 NO_DATE = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+def commit_place() -> ColumnElement:
+    """A commit's place in commit order, never null (a commit without graph place or date first)."""
+    return func.coalesce(Commit.ordered_at, Commit.committed_at, literal(NO_DATE, DateTime(timezone=True)))
+
+
 def commit_order_columns() -> tuple[ColumnElement, ColumnElement]:
-    """(commit date, run start) of a run, never null; with the run id, its place in commit order. The
+    """(commit place, run start) of a run, never null; with the run id, its place in commit order. The
     query joins Run and Commit."""
-    return (
-        func.coalesce(Commit.ordered_at, Commit.committed_at, literal(NO_DATE, DateTime(timezone=True))),
-        func.coalesce(Run.started_at, Run.uploaded_at),
-    )
+    return commit_place(), func.coalesce(Run.started_at, Run.uploaded_at)
 
 
 def newest_commit_first(run_id: SQLColumnExpression[Any]) -> tuple[ColumnElement, ...]:

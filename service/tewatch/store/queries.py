@@ -10,7 +10,7 @@ from sqlalchemy import Connection, Select, and_, func, select
 from sqlalchemy.orm import aliased
 
 from tewatch.store import case_archive
-from tewatch.store.commit_order import newest_commit_first
+from tewatch.store.commit_order import commit_place, newest_commit_first
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.key_lists import in_key_list
 from tewatch.store.latest_verdict_ids import latest_verdict_ids
@@ -192,8 +192,7 @@ def list_commits(
     statement = (
         select(*Commit.__table__.columns, func.coalesce(runs.c.runs, 0).label("runs"))
         .outerjoin(runs, runs.c.commit_id == Commit.id)
-        # commit order: the git graph's where a runner sent it (`tewatch commits`), else the commit dates
-        .order_by(func.coalesce(Commit.ordered_at, Commit.committed_at).desc().nulls_last(), Commit.id.desc())
+        .order_by(commit_place().desc(), Commit.id.desc())
     )
     if repo is not None:
         statement = statement.where(Commit.repo == repo)
