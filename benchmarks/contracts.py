@@ -74,6 +74,20 @@ def _dequantize_or_unsupported(kind: str, q: Any) -> Any:
         raise
 
 
+def predicted_shapes(quantizer: Any, shape: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
+    """The inner buffers' shapes a quantizer predicts for tracing; unsupported where it predicts none."""
+    specs_of = getattr(quantizer, "inner_tensor_specs", None)
+    if specs_of is None:  # TE 2.18 and before
+        raise Unsupported(
+            f"{type(quantizer).__name__} predicts no shapes for tracing (no inner_tensor_specs)"
+        )
+    try:
+        specs = specs_of(shape)
+    except NotImplementedError as exc:  # by design, e.g. delayed scaling is not traceable
+        raise Unsupported(f"{type(quantizer).__name__} has no tracing contract: {exc}") from exc
+    return {name: tuple(s) for name, (s, _) in specs.items()}
+
+
 class _ContractCase(Case):
     """Contract cases need CUDA for `te` (not the kernels of the format) and nothing for torch-ref."""
 
@@ -108,11 +122,7 @@ if _TE:
 
             shape = spread_over_rank(*profile.contract_shape, p["rank"])
             q = te_ops.quantizer(p["quantizer"])
-            try:
-                specs = q.inner_tensor_specs(shape)
-            except NotImplementedError as exc:  # by design, e.g. delayed scaling is not traceable
-                raise Unsupported(f"{type(q).__name__} has no tracing contract: {exc}") from exc
-            predicted = {name: tuple(s) for name, (s, _) in specs.items()}
+            predicted = predicted_shapes(q, shape)
             real_tensor = q.make_empty(shape, dtype=torch.bfloat16, device="cuda")
             real = {name: tuple(t.shape) for name, t in te_ops.inner_buffers(real_tensor).items()}
             wrong = {

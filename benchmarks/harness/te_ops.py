@@ -7,7 +7,8 @@ the suite, also where TE is not installed (the torch-ref CI run).
 from __future__ import annotations
 
 import functools
-from types import SimpleNamespace
+import importlib
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import torch
@@ -33,6 +34,33 @@ NVFP4_VARIANTS = {
 }
 
 
+# TE's pure-PyTorch NVFP4 reference, by its module names: 2.19 and later first, then 2.18 and before
+REFERENCE_NVFP4_MODULES = ("reference_nvfp4", "quantization_ref_nvfp4")
+REFERENCE_UTILS_MODULES = ("reference_utils", "utils")
+REFERENCE_RHT_2D_FACTORIES = ("nvfp4_ref_rht_2d_factory", "nvfp4_ref_rht_2d_quantizer_factory")
+
+
+def _first_module(package: str, names: tuple[str, ...]) -> ModuleType:
+    for name in names:
+        try:
+            return importlib.import_module(f"{package}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{package}.{name}":
+                raise
+    raise ImportError(f"{package} has none of the modules {', '.join(names)}")
+
+
+def reference_recipes(package: str = "transformer_engine.pytorch.custom_recipes") -> SimpleNamespace:
+    """TE's NVFP4 reference module, its utils and its RHT 2D recipe factory, under this release's names."""
+    ref = _first_module(package, REFERENCE_NVFP4_MODULES)
+    factory = next((getattr(ref, name) for name in REFERENCE_RHT_2D_FACTORIES if hasattr(ref, name)), None)
+    if factory is None:
+        raise ImportError(f"{ref.__name__} has none of {', '.join(REFERENCE_RHT_2D_FACTORIES)}")
+    return SimpleNamespace(
+        ref=ref, utils=_first_module(package, REFERENCE_UTILS_MODULES), rht_2d_factory=factory
+    )
+
+
 @functools.cache
 def loaded() -> SimpleNamespace:
     from benchmarks.harness.te_import import import_transformer_engine
@@ -41,17 +69,18 @@ def loaded() -> SimpleNamespace:
     import transformer_engine_torch as tex
     from transformer_engine.common import recipe
     from transformer_engine.pytorch.cpp_extensions import general_gemm
-    from transformer_engine.pytorch.custom_recipes import reference_nvfp4, reference_utils
 
     from benchmarks.harness import perturb
 
+    reference = reference_recipes()
     namespace = SimpleNamespace(
         te=te,
         tex=tex,
         recipe=recipe,
         general_gemm=general_gemm,
-        ref=reference_nvfp4,
-        ref_utils=reference_utils,
+        ref=reference.ref,
+        ref_utils=reference.utils,
+        ref_rht_2d_factory=reference.rht_2d_factory,
         fp8=tex.DType.kFloat8E4M3,
         fp4=tex.DType.kFloat4E2M1,
     )
@@ -129,7 +158,7 @@ def recipe(name: str) -> Any | None:
     if name == "nvfp4":
         return m.recipe.NVFP4BlockScaling()
     if name == "nvfp4-ref":
-        return m.recipe.CustomRecipe(qfactory=m.ref.nvfp4_ref_rht_2d_factory)
+        return m.recipe.CustomRecipe(qfactory=m.ref_rht_2d_factory)
     raise ValueError(f"unknown recipe {name!r}")
 
 
