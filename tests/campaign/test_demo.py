@@ -10,7 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tewatch.campaign.demo import BUNDLED_HISTORY, TE_REPO
+from tewatch.campaign.demo import DISTRIBUTED_HISTORY, RELEASE_HISTORY, TE_REPO
+from tewatch.campaign.release_history import release_runs
 from tewatch.campaign.service_process import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,11 +60,22 @@ def demo(tmp_path_factory):
         log.close()
 
 
-def test_every_bundled_folder_is_loaded_and_the_url_is_printed(demo) -> None:
+RELEASES = release_runs(ROOT / RELEASE_HISTORY)
+BUNDLED_RUNS = len(RELEASES) + len(DISTRIBUTED_HISTORY)
+
+
+def test_every_bundled_folder_is_loaded_in_release_order_and_the_url_is_printed(demo) -> None:
     url, log = demo
-    text = log.read_text()
-    for folder in BUNDLED_HISTORY:
-        assert f"H200 history: 1 runs (1 new) from {ROOT / folder}" in " ".join(text.split())
+    text = " ".join(log.read_text().split())
+    loaded = [
+        f"TE {r.version} on an H200: 1 runs (1 new) from {r.folder}, commit {r.commit[:10]}" for r in RELEASES
+    ]
+    assert all(line in text for line in loaded)
+    assert [text.index(line) for line in loaded] == sorted(text.index(line) for line in loaded)
+    for folder in DISTRIBUTED_HISTORY:
+        assert f"TE 2.20.2 on two H200s: 1 runs (1 new) from {ROOT / folder}" in text
+    assert "TE 2.18.0 -> 2.19.0: " in text and "TE 2.19.0 -> 2.20.2: " in text
+    assert f"{url}/api/v1/compare?base=" in text
     assert f"dashboard: {url}/" in text
     assert f"{url}/pr/1" in text and f"{url}/alerts" in text and "correctness" in text
 
@@ -72,7 +84,7 @@ def test_the_dashboard_shows_the_h200_runs_and_their_verdicts(demo) -> None:
     url, _ = demo
     runs = httpx.get(f"{url}/api/v1/runs", timeout=30).json()
     items = runs["items"] if isinstance(runs, dict) else runs
-    assert len(items) == len(BUNDLED_HISTORY) + 2  # and the campaign's base and head
+    assert len(items) == BUNDLED_RUNS + 2  # and the campaign's base and head
     matrix = httpx.get(f"{url}/matrix", timeout=30)
     assert matrix.status_code == 200 and "NVIDIA H200" in matrix.text
     # te.Linear under torch.compile from the quick profile, world sizes 1 and 2 from the 2-GPU run
@@ -96,6 +108,6 @@ def test_the_h200_runs_are_filed_under_te_s_repository(demo) -> None:
     url, _ = demo
     every = httpx.get(f"{url}/runs", timeout=30).text
     filed = httpx.get(f"{url}/runs", params={"repo": TE_REPO}, timeout=30).text
-    total = len(BUNDLED_HISTORY) + 2
+    total = BUNDLED_RUNS + 2
     assert f"{total} uploaded runs" in every and f"{total} uploaded runs" in filed
     assert filed.count(f'<div class="muted" data-role="repo">{TE_REPO}</div>') == total

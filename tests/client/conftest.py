@@ -1,5 +1,5 @@
 """A real `tewatch serve` with the bundled H200 history, loaded through the upload API as `tewatch demo`
-loads it (BUNDLED_HISTORY on main), the campaign's perturbed head as pull request 1 against it, detection
+loads kept runs (H200_HISTORY on main), the campaign's perturbed head as pull request 1 against it, detection
 run, and two change points written into the store (one commit holds no history to detect them from)."""
 
 from __future__ import annotations
@@ -11,15 +11,19 @@ from dataclasses import dataclass
 import pytest
 from sqlalchemy import text
 
-from tests.conftest import FIXTURES, REPO_ROOT, LiveServer, served_sqlite
+from tests.conftest import FIXTURES, LiveServer, served_sqlite
 from tests.uploads import parts_of, post_run
-from tewatch.campaign.demo import BUNDLED_HISTORY
 from tewatch.ingest.discover import find_runs
 from tewatch.store.alert_models import Detection
 from tewatch.store.database import make_engine, write_connection
 
 PR_NUMBER = 1
 PR_HEAD = FIXTURES / "h200-campaign" / "head-results"
+# TE 2.20.2 on H200s: the full and quick profiles on one GPU, the distributed suite on two
+H200_HISTORY = tuple(
+    FIXTURES / name
+    for name in ("h200-full", "h200-quick", "h200x2-distributed", "h200x2-distributed-compiled")
+)
 
 
 @dataclass
@@ -114,8 +118,8 @@ def _add_change_points(db_url: str, run_id: int) -> int:
 def history(tmp_path_factory) -> Iterator[History]:
     with served_sqlite(tmp_path_factory.mktemp("client")) as (server, db_url), server.client() as client:
         main_runs = []
-        for folder in BUNDLED_HISTORY:
-            for run in find_runs(REPO_ROOT / folder):
+        for folder in H200_HISTORY:
+            for run in find_runs(folder):
                 answer = post_run(client, parts_of(run), branch="main")
                 assert answer.status_code == 201, answer.text
                 main_runs.append(answer.json()["run_id"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tewatch.api.times import UtcTime
 
@@ -258,6 +258,13 @@ class ComparisonRow(CaseFields):
     head_verdict: str | None
     ratio: float | None
     change: str
+    verdict: str | None = Field(
+        None,
+        description="the detector's verdict on both runs' samples; none where not compared",
+    )
+    effect: float | None = Field(None, description="head / base - 1, the detector's estimate")
+    ci_low: float | None = None
+    ci_high: float | None = None
 
 
 class Comparison(BaseModel):

@@ -1,15 +1,19 @@
-"""`tewatch demo`: the bundled real H200 history plus one fresh CPU run of the suites, in one store, each run
-followed by the detection an upload gets (correctness alerts open as a real upload stream opens them), and
-the kept H200 A/B campaign as pull request 1."""
+"""`tewatch demo`: TE's releases run on one H200, oldest first, under their commits and dates, the 2-GPU
+runs and one fresh CPU run of the suites, in one store, each run followed by the detection an upload gets
+(correctness and change-point alerts open as a real upload stream opens them), and the kept H200 A/B
+campaign as pull request 1."""
 
 from __future__ import annotations
 
 import subprocess
 import tempfile
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from tewatch.campaign.pipeline import single_commit
+from tewatch.campaign.release_history import release_runs
+from tewatch.campaign.release_steps import release_steps
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.discover import RunFiles, find_runs
 from tewatch.ingest.service import ingest_bundle
@@ -18,10 +22,11 @@ from tewatch.runner.suite import RunOptions, run_suite
 from tewatch.store.database import make_engine
 from tewatch.store.migrate import upgrade
 
-# real runs on lent H200s with TE 2.20.2 (each folder's README says how they were made)
-BUNDLED_HISTORY = tuple(
-    Path("tests") / "fixtures" / name
-    for name in ("h200-full", "h200-quick", "h200x2-distributed", "h200x2-distributed-compiled")
+# the quick profile on TE 2.18.0, 2.19.0 and 2.20.2 on one H200, and 2.20.2's other checks (its README)
+RELEASE_HISTORY = Path("tests") / "fixtures" / "h200-releases"
+# the distributed suite on two H200s with TE 2.20.2 (each folder's README says how they were made)
+DISTRIBUTED_HISTORY = tuple(
+    Path("tests") / "fixtures" / name for name in ("h200x2-distributed", "h200x2-distributed-compiled")
 )
 # base and head (four sized slowdowns) in A/B rounds on one H200: the head is pull request 1
 CAMPAIGN = Path("tests") / "fixtures" / "h200-ab-rounds"
@@ -32,7 +37,12 @@ DEMO_PR = 1
 
 
 def bundle_of(
-    run: RunFiles, branch: str, pr_number: int | None = None, merge_base: str | None = None, repo: str = ""
+    run: RunFiles,
+    branch: str,
+    pr_number: int | None = None,
+    merge_base: str | None = None,
+    repo: str = "",
+    commit_date: datetime | None = None,
 ) -> UploadBundle:
     read = lambda path: path.read_bytes() if path else None  # noqa: E731
     return UploadBundle(
@@ -46,6 +56,7 @@ def bundle_of(
         pr_number=pr_number,
         merge_base_sha=merge_base,
         repo=repo,
+        commit_date=commit_date,
     )
 
 
@@ -57,14 +68,30 @@ def load_results(
     pr_number: int | None = None,
     merge_base: str | None = None,
     repo: str = TE_REPO,
+    commit_date: datetime | None = None,
 ) -> list[tuple[int, bool]]:
     """Ingest every run under an asv results folder, each new one followed by the detection an upload gets;
     (run id, newly stored) for each."""
+    return load_runs(
+        database_url, find_runs(results_dir), branch, public_url, pr_number, merge_base, repo, commit_date
+    )
+
+
+def load_runs(
+    database_url: str,
+    runs: list[RunFiles],
+    branch: str,
+    public_url: str = "",
+    pr_number: int | None = None,
+    merge_base: str | None = None,
+    repo: str = TE_REPO,
+    commit_date: datetime | None = None,
+) -> list[tuple[int, bool]]:
     engine = make_engine(database_url)
     try:
         stored = []
-        for run in find_runs(results_dir):
-            outcome = ingest_bundle(engine, bundle_of(run, branch, pr_number, merge_base, repo))
+        for run in runs:
+            outcome = ingest_bundle(engine, bundle_of(run, branch, pr_number, merge_base, repo, commit_date))
             if outcome.created:
                 detect_after_upload(engine, outcome.run_id, public_url)
             stored.append((outcome.run_id, outcome.created))
@@ -87,13 +114,26 @@ def prepare_demo(
     project: Path, database_url: str, run_suites: bool, say: Callable[[str], None], public_url: str = ""
 ) -> None:
     upgrade(database_url)
-    for history in (project / folder for folder in BUNDLED_HISTORY):
+    first_runs: dict[str, int] = {}
+    for release in release_runs(project / RELEASE_HISTORY):
+        stored = load_runs(database_url, release.runs(), "main", public_url, commit_date=release.commit_date)
+        first_runs.setdefault(release.version, stored[0][0])
+        say(
+            f"TE {release.version} on an H200: {len(stored)} runs ({sum(new for _, new in stored)} new) "
+            f"from {release.folder}, commit {release.commit[:10]} of {release.commit_date:%Y-%m-%d} "
+            f"({release.dated_by})"
+        )
+    for step in release_steps(database_url, list(first_runs.items())):
+        say(step.summary(public_url))
+    for history in (project / folder for folder in DISTRIBUTED_HISTORY):
         if not history.is_dir():
             raise FileNotFoundError(
                 f"{history} is missing: the bundled H200 history ships with the repository"
             )
         stored = load_results(database_url, history, "main", public_url)
-        say(f"H200 history: {len(stored)} runs ({sum(new for _, new in stored)} new) from {history}")
+        say(
+            f"TE 2.20.2 on two H200s: {len(stored)} runs ({sum(new for _, new in stored)} new) from {history}"
+        )
     if run_suites:
         with tempfile.TemporaryDirectory(prefix="tewatch-demo-") as tmp:
             say("running the CPU suites (torch-ref, ci profile) through asv; this takes a few minutes ...")

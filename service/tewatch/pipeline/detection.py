@@ -748,32 +748,21 @@ class PrComparisonPlan:
     config: CompareConfig
 
 
-def plan_pr_comparison(
-    session: Session,
-    run: Run,
-    correctness: list[CorrectnessRow],
-    public_url: str,
-    config: CompareConfig,
-    fixed: list[FixedCase] | None = None,
-) -> PrComparisonPlan:
-    """The PR's timing comparisons against its merge base and its `pr.report`, read and computed only;
-    `fixed` (from `fixed_cases`) are the cases it makes pass again, computed here when not given."""
-    fixed = fixed_cases(session, run) if fixed is None else fixed
-    base_runs = merge_base_runs(session, run)
-    same_session = [r for r in base_runs if run.ab_session and r.ab_session == run.ab_session]
-    paired = bool(same_session)
-    if paired:  # the head's own A/B session: its rounds pair with these alone
-        base_runs = same_session
+def compare_run_samples(
+    session: Session, head_run_id: int, base_run_ids: list[int], config: CompareConfig, paired: bool = False
+) -> tuple[list[tuple[int, SeriesInfo, Comparison]], list[Comparison]]:
+    """Every compared series of a head run against base runs (a PR against its merge base, a release
+    against the one before): (series id, what it is, comparison), reconciled; and the sweep's own list."""
     head_rows = session.execute(
         select(Result.series_id, Result.samples, Result.value, Result.round_sizes).where(
-            Result.run_id == run.id, Result.status == ResultStatus.ok
+            Result.run_id == head_run_id, Result.status == ResultStatus.ok
         )
     ).all()
     base_results: dict[int, list[tuple]] = defaultdict(list)
-    if base_runs:
+    if base_run_ids:
         query = (
             select(Result.series_id, Result.samples, Result.value, Result.round_sizes)
-            .where(Result.run_id.in_([r.id for r in base_runs]), Result.status == ResultStatus.ok)
+            .where(Result.run_id.in_(base_run_ids), Result.status == ResultStatus.ok)
             .order_by(Result.run_id)
         )
         for series_id, samples, value, round_sizes in session.execute(query):
@@ -810,6 +799,26 @@ def plan_pr_comparison(
             for series_id, comparison in zip(keys, results, strict=True)
         ]
     )
+    return compared, results
+
+
+def plan_pr_comparison(
+    session: Session,
+    run: Run,
+    correctness: list[CorrectnessRow],
+    public_url: str,
+    config: CompareConfig,
+    fixed: list[FixedCase] | None = None,
+) -> PrComparisonPlan:
+    """The PR's timing comparisons against its merge base and its `pr.report`, read and computed only;
+    `fixed` (from `fixed_cases`) are the cases it makes pass again, computed here when not given."""
+    fixed = fixed_cases(session, run) if fixed is None else fixed
+    base_runs = merge_base_runs(session, run)
+    same_session = [r for r in base_runs if run.ab_session and r.ab_session == run.ab_session]
+    paired = bool(same_session)
+    if paired:  # the head's own A/B session: its rounds pair with these alone
+        base_runs = same_session
+    compared, results = compare_run_samples(session, run.id, [r.id for r in base_runs], config, paired)
     primary = _primary_series(compared)
     by_case = case_verdicts(compared, primary)
     rounds = max((c.rounds or 0 for c in results), default=0) or None

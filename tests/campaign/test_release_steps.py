@@ -1,0 +1,161 @@
+"""The kept release history (tests/fixtures/h200-releases): its manifest, its runs filed under each
+release's commit and date, and each release judged against the one before, in the store and through
+/api/v1/compare; a copy of a release's run with slower GEMMs is what makes the comparer say so."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tests.conftest import REPO_ROOT
+from tewatch.api.app import create_app
+from tewatch.campaign.demo import RELEASE_HISTORY, load_runs
+from tewatch.campaign.release_history import MANIFEST, ReleaseHistoryError, release_runs
+from tewatch.campaign.release_steps import release_steps
+from tewatch.core.settings import Settings
+from tewatch.ingest.discover import find_runs
+from tewatch.store.database import make_engine
+from tewatch.store.migrate import upgrade
+from tewatch.store.models import Commit, Environment, Run
+
+HISTORY = REPO_ROOT / RELEASE_HISTORY
+
+
+def test_the_manifest_lists_the_releases_oldest_first_under_their_commits():
+    releases = release_runs(HISTORY)
+    assert [r.version for r in releases] == ["2.18.0", "2.19.0", "2.20.2", "2.20.2"]
+    assert releases[0].commit.startswith("27486e03") and releases[1].commit.startswith("b4475763")
+    for release in releases:
+        [run] = release.runs()
+        run_json = json.loads(run.run.read_text())
+        assert run_json["versions"]["te"] == release.version
+        assert run_json["commit"].startswith(release.commit)
+
+
+def _manifest(tmp_path: Path, runs: list[dict], schema: str = "tewatch.release-history/1") -> Path:
+    (tmp_path / MANIFEST).write_text(json.dumps({"schema": schema, "runs": runs}))
+    return tmp_path
+
+
+ENTRY = {"version": "1.0", "folder": "a", "commit": "a" * 40, "commit_date": "2026-01-02T00:00:00+00:00"}
+
+
+@pytest.mark.parametrize(
+    ("runs", "schema", "message"),
+    [
+        ([{**ENTRY, "dated_by": "commit"}], "other/1", "schema is 'other/1'"),
+        ([ENTRY], "tewatch.release-history/1", "lacks or misstates 'dated_by'"),
+        (
+            [{**ENTRY, "dated_by": "commit", "commit_date": "yesterday"}],
+            "tewatch.release-history/1",
+            "misstates",
+        ),
+        (
+            [
+                {**ENTRY, "dated_by": "commit"},
+                {**ENTRY, "dated_by": "commit", "commit_date": "2025-01-01T00:00:00+00:00"},
+            ],
+            "tewatch.release-history/1",
+            "not listed oldest first",
+        ),
+    ],
+)
+def test_a_manifest_that_misstates_its_runs_is_refused_with_the_reason(tmp_path, runs, schema, message):
+    with pytest.raises(ReleaseHistoryError, match=message):
+        release_runs(_manifest(tmp_path, runs, schema))
+
+
+def test_a_folder_that_holds_another_commit_is_refused(tmp_path):
+    shutil.copytree(HISTORY / "2.19.0", tmp_path / "a")
+    [release] = release_runs(_manifest(tmp_path, [{**ENTRY, "dated_by": "commit"}]))
+    with pytest.raises(ReleaseHistoryError, match="expected runs of commit aaaaaaaa"):
+        release.runs()
+
+
+def _slower_gemms(folder: Path, into: Path, factor: float) -> Path:
+    """A copy of a release's run whose GEMM timings are all `factor` times slower."""
+    shutil.copytree(folder, into)
+    [run] = find_runs(into)
+    results = json.loads(run.result.read_text())
+    result, samples = results["result_columns"].index("result"), results["result_columns"].index("samples")
+    for name, row in results["results"].items():
+        if name.startswith("gemm.Gemm."):
+            row[result] = [v * factor if v is not None else None for v in row[result]]
+            row[samples] = [[s * factor for s in one] if one else one for one in row[samples]]
+    run.result.write_text(json.dumps(results))
+    return into
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("releases")
+    url = f"sqlite:///{tmp / 'releases.sqlite3'}"
+    upgrade(url)
+    ids = {}
+    for release in release_runs(HISTORY)[:2]:
+        [(ids[release.version], _)] = load_runs(url, release.runs(), "main", commit_date=release.commit_date)
+    slower = _slower_gemms(HISTORY / "2.19.0", tmp / "slower", 1.25)
+    [(ids["slower"], _)] = load_runs(url, find_runs(slower), "main")
+    return url, ids
+
+
+def test_each_release_is_filed_under_its_commit_date_and_version(store):
+    url, ids = store
+    engine = make_engine(url)
+    with Session(engine) as session:
+        rows = session.execute(
+            select(Commit.sha, Commit.committed_at, Environment.te_version)
+            .join(Run, Run.commit_id == Commit.id)
+            .join(Environment, Environment.id == Run.environment_id)
+            .where(Run.id.in_([ids["2.18.0"], ids["2.19.0"]]))
+            .order_by(Run.id)
+        ).all()
+    engine.dispose()
+    assert [(sha[:8], version) for sha, _, version in rows] == [
+        ("27486e03", "2.18.0"),
+        ("b4475763", "2.19.0"),
+    ]
+    dated = [at.replace(tzinfo=UTC) if at.tzinfo is None else at for _, at, _ in rows]
+    assert dated == [
+        datetime(2026, 8, 4, 16, 31, 24, tzinfo=UTC),
+        datetime(2026, 8, 22, 21, 41, 12, tzinfo=UTC),
+    ]
+
+
+def test_a_release_is_judged_against_the_one_before(store):
+    url, ids = store
+    [step] = release_steps(url, [("2.18.0", ids["2.18.0"]), ("2.19.0", ids["2.19.0"])])
+    assert sum(step.counts.values()) > 100
+    assert not any(info.benchmark.startswith("gemm.") for info, _ in step.changed)
+    assert f"/api/v1/compare?base={ids['2.18.0']}&head={ids['2.19.0']}" in step.summary("")
+
+
+def test_slower_gemms_are_regressions_and_the_same_timings_are_not(store):
+    url, ids = store
+    [step] = release_steps(url, [("2.19.0", ids["2.19.0"]), ("2.19.0 slower", ids["slower"])])
+    gemm = [(info, c) for info, c in step.changed if info.benchmark.startswith("gemm.Gemm.track_seconds")]
+    assert gemm and all(c.verdict.value == "regression" for _, c in gemm)
+    assert all(c.effect == pytest.approx(0.25, abs=0.03) for _, c in gemm)
+    assert not [info for info, _ in step.changed if not info.benchmark.startswith("gemm.")]
+
+
+def test_the_compare_endpoint_gives_the_comparers_verdict_per_series(store):
+    url, ids = store
+    app = create_app(Settings(database_url=url))
+    with TestClient(app) as client:
+        rows = client.get("/api/v1/compare", params={"base": ids["2.19.0"], "head": ids["slower"]}).json()[
+            "rows"
+        ]
+    app.state.engine.dispose()
+    gemm = [r for r in rows if r["benchmark"] == "gemm.Gemm.track_seconds" and r["verdict"]]
+    assert gemm and {r["verdict"] for r in gemm} == {"regression"}
+    assert all(r["ci_low"] < r["effect"] < r["ci_high"] for r in gemm)
+    quantize = {r["verdict"] for r in rows if r["benchmark"].startswith("quantize.")}
+    assert "regression" not in quantize and "improvement" not in quantize
