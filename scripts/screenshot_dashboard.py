@@ -4,7 +4,8 @@ Copies the database into a temp folder (the original is never touched), starts a
 and photographs with Playwright and Debian's Chromium (headless): the overview, the matrix, PR #1, the alerts,
 the runs, the machines, the series of the largest open regression alert (with its pull request's samples
 where it is a pull request's) and the te-ref quantize series that changed most in PR #1, where that is
-another series (PR #1 and the alert's series where the store has them).
+another series (PR #1 and the alert's series where the store has them), and the series that changed most
+from the oldest commit on main to the next (the comparer's largest regression or improvement).
 
     .venv/bin/python scripts/screenshot_dashboard.py campaign-out/campaign.sqlite3 docs/screenshots/h200-campaign
 """
@@ -64,7 +65,28 @@ def pages(url: str) -> dict[str, str]:
     te_ref = [ref["id"] for case in cases["items"] for ref in case["series"]]
     if te_ref and (most_changed := max(te_ref, key=lambda i: effects.get(i, -1))) != worst_series:
         found["series-te-ref-quantize"] = f"/series/{most_changed}"
+    if (stepped := largest_first_step(url)) is not None:
+        found["series-first-step"] = f"/series/{stepped}"
     return found
+
+
+def largest_first_step(url: str) -> int | None:
+    """The series the comparer saw change most between the oldest two commits on main (one machine)."""
+    runs = httpx.get(f"{url}/api/v1/runs", params={"branch": "main", "limit": 500}).json()["items"]
+    runs.sort(key=lambda run: (run["committed_at"] or "", run["id"]))
+    if not runs:
+        return None
+    first = runs[0]
+    later = [
+        r for r in runs if r["commit_sha"] != first["commit_sha"] and r["machine_id"] == first["machine_id"]
+    ]
+    if not later:
+        return None
+    rows = httpx.get(f"{url}/api/v1/compare", params={"base": first["id"], "head": later[0]["id"]}).json()[
+        "rows"
+    ]
+    changed = [row for row in rows if row["verdict"] in ("regression", "improvement")]
+    return max(changed, key=lambda row: abs(row["effect"]))["series_id"] if changed else None
 
 
 def to_palette(file: Path, colors: int) -> None:

@@ -124,6 +124,7 @@ class ChartData:
             "change_points": [asdict(c) for c in self.change_points],
             "band": [asdict(b) for b in self.band],
             "shifts": [asdict(s) for s in self.shifts],
+            "labels": self.commits,
         }
         if self.pr is not None:
             out["pr"] = {

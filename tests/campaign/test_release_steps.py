@@ -159,3 +159,18 @@ def test_the_compare_endpoint_gives_the_comparers_verdict_per_series(store):
     assert all(r["ci_low"] < r["effect"] < r["ci_high"] for r in gemm)
     quantize = {r["verdict"] for r in rows if r["benchmark"].startswith("quantize.")}
     assert "regression" not in quantize and "improvement" not in quantize
+
+
+def test_a_series_labels_each_release_commit_with_its_te_version(store):
+    url, ids = store
+    app = create_app(Settings(database_url=url))
+    with TestClient(app) as client:
+        rows = client.get("/api/v1/compare", params={"base": ids["2.18.0"], "head": ids["2.19.0"]}).json()[
+            "rows"
+        ]
+        gemm = next(r for r in rows if r["benchmark"] == "gemm.Gemm.track_seconds" and r["head_value"])
+        chart = client.get(f"/series/{gemm['series_id']}/points.json", params={"branch": "main"}).json()
+    app.state.engine.dispose()
+    labels = [chart["labels"][str(p["x"])] for p in chart["points"]]
+    assert labels[:2] == ["27486e0\nTE 2.18.0", "b447576\nTE 2.19.0"]
+    assert [s["label"] for s in chart["shifts"]] == ["TE 2.18.0 → 2.19.0"]

@@ -1,5 +1,5 @@
 """A real `tewatch serve` on a fresh SQLite database, loaded through the upload API with every real fixture
-run, an edited copy whose benchmark name and error message carry markup, and a pull-request run; and a
+run in upload order (but the release history, whose order is its commits' dates: tests/campaign), an edited copy whose benchmark name and error message carry markup, and a pull-request run; and a
 Chromium (Debian's) driven by Playwright. Screenshots go to test-output/screenshots/ (CI artifacts)."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from tewatch_dashboards.queries import matrix_column
 CHROMIUM = Path(os.environ.get("TEWATCH_CHROMIUM", "/usr/bin/chromium"))
 SCREENSHOTS = REPO_ROOT / "test-output" / "screenshots"
 H200_FIXTURES = FIXTURES / "h200-full"
+RELEASE_HISTORY = FIXTURES / "h200-releases"
 MARKUP = '<script>window["tewatchPwned"]=1</script>'
 PR_NUMBER = 4242
 PR_ONLY_EXCEPTION = "PullRequestOnlyError"
@@ -113,7 +114,7 @@ TINY_REPO = "example/asv-tiny"
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Iterator[Site]:
-    runs = all_fixture_runs()
+    runs = [run for run in all_fixture_runs() if RELEASE_HISTORY not in run.result.parents]
     assert runs, "no asv results under tests/fixtures"
     with served_sqlite(tmp_path_factory.mktemp("dashboard")) as (server, _):
         site = Site(server, runs)

@@ -46,11 +46,13 @@
 
   function link(href, text) { const a = node("a", { href: href }, text); return a; }
 
-  // Tick label for position x: the short commit of the point there (or of the bucket's first run).
+  // Tick label for position x: the commit there as the server labels it (short sha, TE's version), else
+  // the short commit of the point there (or of the bucket's first run).
   function commitLabel(d, x) {
     if (!Number.isInteger(x)) return "";
     const q = prPointAt(d, x);
     if (q) return "PR " + q.sha.slice(0, 7);
+    if (d.labels && d.labels[x] !== undefined) return d.labels[x];
     if (d.aggregated) return "#" + x;
     const p = d.points[x - d.offset];
     return p ? p.sha.slice(0, 7) : "";
