@@ -21,9 +21,10 @@ from tewatch.campaign.release_history import MANIFEST, ReleaseHistoryError, rele
 from tewatch.campaign.release_steps import release_steps
 from tewatch.core.settings import Settings
 from tewatch.ingest.discover import find_runs
+from tewatch.store.alert_models import Alert, AlertKind
 from tewatch.store.database import make_engine
 from tewatch.store.migrate import upgrade
-from tewatch.store.models import Commit, Environment, Run
+from tewatch.store.models import Case, Commit, Environment, Run, Verdict
 
 HISTORY = REPO_ROOT / RELEASE_HISTORY
 
@@ -174,3 +175,35 @@ def test_a_series_labels_each_release_commit_with_its_te_version(store):
     labels = [chart["labels"][str(p["x"])] for p in chart["points"]]
     assert labels[:2] == ["27486e0\nTE 2.18.0", "b447576\nTE 2.19.0"]
     assert [s["label"] for s in chart["shifts"]] == ["TE 2.18.0 → 2.19.0"]
+
+
+def test_a_check_that_flips_between_releases_opens_its_alert_with_the_release_that_broke_it(store):
+    url, ids = store
+    engine = make_engine(url)
+    with Session(engine) as session:
+        parity = session.execute(
+            select(Verdict.run_id, Verdict.status, Verdict.id)
+            .join(Case, Case.id == Verdict.case_id)
+            .where(
+                Case.case_name == "contracts.CheckpointParity",
+                Verdict.run_id.in_([ids["2.18.0"], ids["2.19.0"]]),
+            )
+            .where(Case.recipe == "fp8-current")
+            .order_by(Verdict.run_id)
+        ).all()
+        assert [(run, status.value) for run, status, _ in parity] == [
+            (ids["2.18.0"], "pass"),
+            (ids["2.19.0"], "fail_accuracy"),
+        ]
+        [alert] = session.scalars(
+            select(Alert).where(Alert.kind == AlertKind.correctness, Alert.verdict_id == parity[1][2])
+        ).all()
+        # the seed bug failed from the first release on: its alert is 2.18.0's, not reopened by 2.19.0
+        recursion = session.scalars(
+            select(Alert.run_id)
+            .join(Case, Case.id == Alert.case_id)
+            .where(Alert.kind == AlertKind.correctness, Case.case_name == "contracts.CpuRoundTrip")
+        ).all()
+    engine.dispose()
+    assert alert.status.value == "open" and alert.run_id == ids["2.19.0"]
+    assert recursion == [ids["2.18.0"]]
