@@ -24,10 +24,10 @@ from tewatch.core.statuses import FAILING_STATUSES
 from tewatch.pipeline.detection import FAILING as REPORT_FAILING
 from tewatch.pipeline.detection import FixedCase, fixed_cases, is_new_failure, previous_verdicts
 from tewatch.store.alert_models import Alert, AlertStatusChange, Detection, PrComparison
+from tewatch.store.case_reads import newest_outside_pull_requests
 from tewatch.store.commit_order import NO_DATE, newest_commit_first
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.key_lists import in_key_list
-from tewatch.store.latest_verdict_ids import newest_outside_pull_requests
 from tewatch.store.models import (
     Benchmark,
     Case,
