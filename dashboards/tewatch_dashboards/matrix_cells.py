@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
-from tewatch_dashboards.queries import MatrixCell, MatrixRow
 from tewatch_dashboards.status import css_class
 from tewatch_dashboards.templating import breakable, format_ratio, format_value
+from tewatch_dashboards.views.matrix import MatrixCell, MatrixRow
 
 STATUS_LABELS: dict[str | None, str] = {
     "pass": "pass",

@@ -13,12 +13,13 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection
 
 from tewatch.detect.environment import environment_changes
-from tewatch_dashboards import detection, queries
-from tewatch_dashboards.queries import SeriesHeader, SeriesPoint
+from tewatch.store.machine_reads import environments_by_id, machines_by_id
+from tewatch.store.series_reads import SeriesHeader, SeriesPoint, pr_comparison, series_points, series_version
 from tewatch_dashboards.templating import is_version_stand_in
+from tewatch_dashboards.views.change_points import MIN_EFFECT, ChangePointView, change_points
 
 MAX_DETAILED_POINTS = 600  # beyond this, the server aggregates points into buckets
 MAX_SAMPLES_DRAWN = 32
@@ -92,7 +93,7 @@ class ChartData:
     offset: int  # position of the first drawn point in the full history
     points: list[SeriesPoint] = field(default_factory=list)  # when drawn in detail
     buckets: list[Bucket] = field(default_factory=list)  # when aggregated
-    change_points: list[detection.ChangePointView] = field(default_factory=list)
+    change_points: list[ChangePointView] = field(default_factory=list)
     band: list[BandSegment] = field(default_factory=list)
     shifts: list[Shift] = field(default_factory=list)
     versions: dict[int, dict] = field(default_factory=dict)  # x -> stack versions at shift points
@@ -169,15 +170,15 @@ def gpu_summary(state: dict) -> dict:
 
 
 def build(
-    session: Session,
+    conn: Connection,
     header: SeriesHeader,
     branch: str = "",
     last: int | None = DEFAULT_LAST,
     pr: int | None = None,
 ) -> ChartData:
-    total = queries.series_length(session, header.series_id, branch)
+    total = series_version(conn, header.series_id, branch)[0]
     detailed = (last is not None and last <= MAX_DETAILED_POINTS) or total <= MAX_DETAILED_POINTS
-    points = queries.series_points(session, header, branch, last=last, with_samples=detailed)
+    points = series_points(conn, header, branch, last=last, with_samples=detailed)
     offset = total - len(points)
     chart = ChartData(header=header, total=total, offset=offset)
     bucket_size = 1 if detailed else math.ceil(len(points) / MAX_DETAILED_POINTS)
@@ -186,11 +187,10 @@ def build(
     else:
         chart.buckets = aggregate(points, offset, bucket_size)
     if pr is not None:
-        chart.pr = pr_overlay(session, header, pr, total)
+        chart.pr = pr_overlay(conn, header, pr, total)
     pr_points = chart.pr.points if chart.pr else []
-    envs, machines = queries.stack_versions(
-        session, {p.environment_id for p in points + pr_points}, {p.machine_id for p in points + pr_points}
-    )
+    envs = environments_by_id(conn, {p.environment_id for p in points + pr_points})
+    machines = machines_by_id(conn, {p.machine_id for p in points + pr_points})
     chart.shifts = environment_shifts(points, offset, envs, machines)
     chart.commits = commit_labels(
         points, offset, envs, every=bucket_size
@@ -198,7 +198,7 @@ def build(
     if chart.pr:
         chart.commits.update(commit_labels(pr_points, chart.pr.x0, envs))
     values = [p.value if p.status == "ok" else None for p in points]
-    chart.change_points = detection.change_points(session, header, points, values, offset, branch)
+    chart.change_points = change_points(conn, header, points, values, offset, branch)
     chart.band = baseline_band(values, chart.change_points, offset)
     return chart
 
@@ -221,12 +221,12 @@ def commit_labels(points: list[SeriesPoint], x0: int, envs: dict, every: int = 1
     return labels
 
 
-def pr_overlay(session: Session, header: SeriesHeader, pr: int, x0: int) -> PrOverlay:
-    comparison = queries.pr_comparison(session, header.series_id, pr)
+def pr_overlay(conn: Connection, header: SeriesHeader, pr: int, x0: int) -> PrOverlay:
+    comparison = pr_comparison(conn, header.series_id, pr)
     return PrOverlay(
         number=pr,
         x0=x0,
-        points=queries.series_points(session, header, pr=pr, last=MAX_DETAILED_POINTS),
+        points=series_points(conn, header, pr=pr, last=MAX_DETAILED_POINTS),
         comparison={name: getattr(comparison, name) for name in COMPARISON_FIELDS} if comparison else None,
     )
 
@@ -257,7 +257,7 @@ def aggregate(points: list[SeriesPoint], offset: int, size: int) -> list[Bucket]
 
 def environment_shifts(points: list[SeriesPoint], offset: int, envs: dict, machines: dict) -> list[Shift]:
     """Points where the driver, CUDA, cuBLASLt, cuDNN, torch or TE changed from the previous point (`envs` and
-    `machines` by id: queries.stack_versions)."""
+    `machines` by id: machine_reads)."""
     if not points:
         return []
     stacks: dict[tuple[int, int], dict[str, str]] = {}
@@ -288,9 +288,7 @@ def environment_shifts(points: list[SeriesPoint], offset: int, envs: dict, machi
     return shifts
 
 
-def baseline_band(
-    values: list[float | None], cps: list[detection.ChangePointView], offset: int
-) -> list[BandSegment]:
+def baseline_band(values: list[float | None], cps: list[ChangePointView], offset: int) -> list[BandSegment]:
     """The level each segment between change points was judged against, with its limits."""
     finite = [v for v in values if v is not None and v > 0]
     if not finite:
@@ -298,7 +296,7 @@ def baseline_band(
     end = offset + len(values) - 1
     if not cps:
         baseline = statistics.median(finite)
-        margin = detection.MIN_EFFECT
+        margin = MIN_EFFECT
         return [BandSegment(offset, end, baseline / (1 + margin), baseline, baseline * (1 + margin))]
     segments = []
     start = offset

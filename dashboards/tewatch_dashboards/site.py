@@ -7,13 +7,13 @@ import threading
 from dataclasses import dataclass
 
 from fastapi import Request
-from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from tewatch.store.models import Case, Run
+from tewatch.store.case_reads import case_placements, has_case_of_backend
+from tewatch.store.run_reads import newest_run_id
 from tewatch.web.deps import get_engine
-from tewatch_dashboards.queries import matrix_column
+from tewatch_dashboards.views.matrix import matrix_column
 
 TE_BACKENDS = ("te", "te-ref", "torch-ref")  # the suites' backends (benchmarks/harness/profiles.py)
 TE_SUBJECT = "TE NVFP4 benchmarks"
@@ -29,11 +29,11 @@ class SiteFacts:
 
 
 def read_facts(session: Session, project_name: str) -> SiteFacts:
-    te = session.scalar(select(Case.id).where(Case.backend.in_(TE_BACKENDS)).limit(1)) is not None
-    candidates = session.execute(
-        select(Case.mode, Case.rank, Case.labels).where(Case.mode.is_not(None) | Case.backend.is_not(None))
+    conn = session.connection()
+    te = has_case_of_backend(conn, TE_BACKENDS)
+    has_grid = any(
+        matrix_column(mode, rank, labels) is not None for mode, rank, labels in case_placements(conn)
     )
-    has_grid = any(matrix_column(mode, rank, labels or {}) is not None for mode, rank, labels in candidates)
     return SiteFacts(project_name or (TE_SUBJECT if te else GENERAL_SUBJECT), has_grid)
 
 
@@ -45,7 +45,7 @@ def site_facts(request: Request) -> SiteFacts:
     project_name = getattr(settings, "project_name", "")
     try:
         with Session(get_engine(request)) as session:
-            newest = session.scalar(select(func.max(Run.id)))
+            newest = newest_run_id(session.connection())
             cached = getattr(state, "site_facts", None)
             if cached is not None and cached[0] == newest:
                 return cached[1]

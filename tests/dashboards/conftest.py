@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import FIXTURES, REPO_ROOT, LiveServer, served_sqlite
 from tests.uploads import all_fixture_runs, parts_of, post_run
 from tewatch.ingest.discover import RunFiles
-from tewatch_dashboards.queries import matrix_column
+from tewatch_dashboards.views.matrix import matrix_column
 
 CHROMIUM = Path(os.environ.get("TEWATCH_CHROMIUM", "/usr/bin/chromium"))
 SCREENSHOTS = REPO_ROOT / "test-output" / "screenshots"

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 
 from tewatch.ingest.discover import RunFiles
-from tewatch_dashboards.queries import matrix_column
 from tewatch_dashboards.status import severity
+from tewatch_dashboards.views.matrix import matrix_column
 
 FAILURES = {"error", "fail_accuracy", "timeout", "oom"}
 

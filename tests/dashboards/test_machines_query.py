@@ -11,7 +11,7 @@ from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.service import ingest_bundle
 from tewatch.store.database import make_engine
 from tewatch.store.models import Run
-from tewatch_dashboards.queries import machines
+from tewatch_dashboards.views.runs import machine_rows
 
 
 def utc(when: datetime | None) -> datetime | None:
@@ -27,7 +27,7 @@ def test_the_last_run_is_the_one_that_started_last(db_url):
         with Session(engine) as session, session.begin():  # the first upload ran after the second
             session.execute(update(Run).where(Run.id == first).values(started_at=later))
         with Session(engine) as session:
-            [row] = machines(session)
+            [row] = machine_rows(session.connection())
             assert (row.runs, row.last_run_id, utc(row.last_run_started)) == (2, first, later)
         with Session(engine) as session, session.begin():  # a run that recorded no start counts by its upload
             session.execute(
@@ -36,7 +36,7 @@ def test_the_last_run_is_the_one_that_started_last(db_url):
                 .values(started_at=None, uploaded_at=datetime(2027, 1, 1, tzinfo=UTC))
             )
         with Session(engine) as session:
-            [row] = machines(session)
+            [row] = machine_rows(session.connection())
             assert (row.last_run_id, row.last_run_started) == (second, None)
             assert utc(row.last_run_uploaded) == datetime(2027, 1, 1, tzinfo=UTC)
     finally:

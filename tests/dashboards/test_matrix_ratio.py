@@ -13,7 +13,8 @@ from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.discover import find_runs
 from tewatch.ingest.service import ingest_bundle
 from tewatch.store.database import make_engine
-from tewatch_dashboards.queries import Filters, matrix
+from tewatch_dashboards.views.filters import Filters
+from tewatch_dashboards.views.matrix import matrix_grids
 
 MEASURED = {"recipe": "fp8-current", "rank": 3, "mode": "default"}
 
@@ -37,7 +38,9 @@ def test_the_ratio_measured_in_one_process_wins_over_two_cases_latest_values(db_
         ingest_bundle(engine, _bundle_with_an_in_process_ratio())
         with Session(engine) as session:
             [grid] = [
-                m for m in matrix(session, Filters()) if m.gpu_model == "NVIDIA H200" and not m.world_size
+                m
+                for m in matrix_grids(session.connection(), Filters())
+                if m.gpu_model == "NVIDIA H200" and not m.world_size
             ]
         [row] = [r for r in grid.rows if r.recipe == "fp8-current" and r.backend == "te"]
         assert row.cells[(3, "default")].ratio == 0.5
@@ -48,7 +51,7 @@ def test_the_ratio_measured_in_one_process_wins_over_two_cases_latest_values(db_
 
 
 def test_the_general_checks_of_a_recipe_sit_in_its_row_and_compile_sequences_stay_out() -> None:
-    from tewatch_dashboards.queries import matrix_column
+    from tewatch_dashboards.views.matrix import matrix_column
 
     for op in ("cpu_ops", "determinism", "nd_update", "dcp_round_trip", "fsdp_dcp_round_trip"):
         assert matrix_column(None, None, {"op": op}) == (0, op)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from tewatch_dashboards.queries import page_bounds
 from tewatch_dashboards.status import Severity
+from tewatch_dashboards.views.overview import page_bounds
 
 
 def cases(*counts: tuple[Severity, int]) -> list[SimpleNamespace]:

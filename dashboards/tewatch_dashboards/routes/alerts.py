@@ -13,7 +13,8 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
 from tewatch.store.alert_models import AlertKind
-from tewatch_dashboards import detection
+from tewatch.store.alert_queries import CLOSED_STATES, LIVE_STATES
+from tewatch.store.detection_reads import alert_counts, alert_rows
 from tewatch_dashboards.deps import get_session
 from tewatch_dashboards.routes.common import error_page, render
 from tewatch_dashboards.security import SecureHeadersRoute
@@ -35,9 +36,9 @@ def alerts(
         "alerts.html",
         nav="alerts",
         title="Alerts",
-        live=detection.alerts(session, live=True, kind=kind),
-        history=detection.alerts(session, live=False, kind=kind, limit=100),
-        counts=detection.alert_counts(session),
+        live=alert_rows(session, LIVE_STATES, kind=kind),
+        history=alert_rows(session, CLOSED_STATES, kind=kind, limit=100),
+        counts=alert_counts(session.connection()),
         kind=kind,
         kinds=kinds,
         action_url=ALERT_ACTION_URL,

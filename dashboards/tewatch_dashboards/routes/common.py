@@ -10,13 +10,14 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from markupsafe import Markup
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection
 
 from tewatch.store.limits import INT32_MAX, INT32_MIN, int_problem
-from tewatch_dashboards.queries import Filters, store_state
+from tewatch.store.store_state import store_state
 from tewatch_dashboards.render_cache import RenderCache
 from tewatch_dashboards.site import site_facts
 from tewatch_dashboards.templating import format_time, templates
+from tewatch_dashboards.views.filters import Filters
 
 _cache_lock = threading.Lock()
 DEFAULT_CACHE_ENTRIES = 64
@@ -48,11 +49,11 @@ def content_cache(request: Request) -> RenderCache:
 
 
 def cached_content(
-    request: Request, session: Session, template: str, build: Callable[[], dict[str, Any]]
+    request: Request, conn: Connection, template: str, build: Callable[[], dict[str, Any]]
 ) -> Markup:
     """`template` rendered with what `build()` reads, reused while the store's state and the query stay the
     same: the pages that read every case cost one small query between uploads."""
-    key = (template, tuple(sorted(request.query_params.multi_items())), store_state(session))
+    key = (template, tuple(sorted(request.query_params.multi_items())), store_state(conn))
     params = dict(request.query_params)
     return Markup(
         content_cache(request).get_or_render(

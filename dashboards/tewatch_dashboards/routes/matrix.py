@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from sqlalchemy.orm import Session
 
-from tewatch_dashboards import queries
-from tewatch_dashboards.deps import get_session
+from tewatch.store.filter_options import filter_options
+from tewatch.web.deps import ReadConnection
 from tewatch_dashboards.matrix_cells import row_cells
 from tewatch_dashboards.routes.common import BadFilter, cached_content, error_page, parse_filters, render
 from tewatch_dashboards.security import SecureHeadersRoute
 from tewatch_dashboards.site import site_facts
+from tewatch_dashboards.views.matrix import MATRIX_MODES, MATRIX_RANKS, matrix_grids
 
 router = APIRouter(route_class=SecureHeadersRoute)
 
@@ -33,7 +31,7 @@ CHECK_LABELS = {
 @router.get("/matrix", response_class=HTMLResponse)
 def matrix(
     request: Request,
-    session: Annotated[Session, Depends(get_session)],
+    conn: ReadConnection,
     gpu: str = "",
     recipe: str = "",
     backend: str = "",
@@ -47,19 +45,19 @@ def matrix(
 
     def build() -> dict:
         return {
-            "matrices": queries.matrix(session, filters),
+            "matrices": matrix_grids(conn, filters),
             "filters": filters,
-            "options": queries.filter_options(session),
+            "options": filter_options(conn),
             "show_world_size": True,
-            "modes": queries.MATRIX_MODES,
-            "ranks": queries.MATRIX_RANKS,
+            "modes": MATRIX_MODES,
+            "ranks": MATRIX_RANKS,
             "row_cells": row_cells,
             "mode_labels": MODE_LABELS,
             "check_labels": CHECK_LABELS,
             "has_grid": site_facts(request).has_grid,
         }
 
-    content = cached_content(request, session, "matrix.html", build)
+    content = cached_content(request, conn, "matrix.html", build)
     return render(
         request, "page.html", nav="matrix", title="Compile vs eager", content=content, main_class="wide"
     )

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
-from sqlalchemy.orm import Session
 
+from tewatch.store.filter_options import filter_options
 from tewatch.store.limits import INT32_MAX
-from tewatch_dashboards import queries
-from tewatch_dashboards.deps import get_session
+from tewatch.web.deps import ReadConnection
 from tewatch_dashboards.routes.common import (
     BadFilter,
     cached_content,
@@ -22,6 +21,7 @@ from tewatch_dashboards.routes.common import (
 )
 from tewatch_dashboards.security import SecureHeadersRoute
 from tewatch_dashboards.status import Severity
+from tewatch_dashboards.views.overview import overview as overview_of
 
 router = APIRouter(route_class=SecureHeadersRoute)
 PER_PAGE = (
@@ -40,7 +40,7 @@ GROUP_NAMES = {
 @router.get("/", response_class=HTMLResponse)
 def overview(
     request: Request,
-    session: Annotated[Session, Depends(get_session)],
+    conn: ReadConnection,
     gpu: str = "",
     recipe: str = "",
     backend: str = "",
@@ -58,18 +58,16 @@ def overview(
         return error_page(request, 400, f"page must be a whole number from 1 to {INT32_MAX}, got {page!r}")
 
     def build() -> dict:
-        data = queries.overview(
-            session, filters, page=1 if all else number, per_page=None if all else PER_PAGE
-        )
+        data = overview_of(conn, filters, page=1 if all else number, per_page=None if all else PER_PAGE)
         return {
             "data": data,
             "filters": filters,
-            "options": queries.filter_options(session),
+            "options": filter_options(conn),
             "sev": Severity,
             "show_search": True,
             "show_all": bool(all),
             "group_names": GROUP_NAMES,
         }
 
-    content = cached_content(request, session, "overview.html", build)
+    content = cached_content(request, conn, "overview.html", build)
     return render(request, "page.html", nav="overview", title="Overview", content=content)

@@ -10,10 +10,11 @@ from sqlalchemy.orm import Session
 
 from tewatch.store.limits import INT32_MAX
 from tewatch.web.params import PathInt
-from tewatch_dashboards import detection, queries
 from tewatch_dashboards.deps import get_session
 from tewatch_dashboards.routes.common import error_page, render, whole_number
 from tewatch_dashboards.security import SecureHeadersRoute
+from tewatch_dashboards.views.pr import PR_SORTS, pr_failures, pr_verdicts
+from tewatch_dashboards.views.runs import pr_runs
 
 router = APIRouter(route_class=SecureHeadersRoute)
 
@@ -35,10 +36,10 @@ def pr_page(
     session: Annotated[Session, Depends(get_session)],
     sort: str = "verdict",
 ) -> HTMLResponse:
-    if sort not in detection.PR_SORTS:
-        return error_page(request, 400, f"sort must be one of {', '.join(detection.PR_SORTS)}, got {sort!r}")
-    runs = queries.pr_runs(session, number)
-    verdicts = detection.pr_verdicts(session, number, sort)
+    if sort not in PR_SORTS:
+        return error_page(request, 400, f"sort must be one of {', '.join(PR_SORTS)}, got {sort!r}")
+    runs = pr_runs(session.connection(), number)
+    verdicts = pr_verdicts(session, number, sort)
     if not runs and not verdicts:
         return error_page(request, 404, f"Nothing has been uploaded for pull request #{number}.")
     counts: dict[str, int] = {}
@@ -54,5 +55,5 @@ def pr_page(
         verdicts=verdicts,
         counts=counts,
         sort=sort,
-        failures=queries.pr_failures(session, [r.run for r in runs]),
+        failures=pr_failures(session, [r.run.id for r in runs]),
     )

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
-from sqlalchemy.orm import Session
 
+from tewatch.store.filter_options import filter_options
 from tewatch.store.limits import INT32_MAX
+from tewatch.store.run_reads import run_repos
+from tewatch.web.deps import ReadConnection
 from tewatch.web.params import PathInt
-from tewatch_dashboards import queries
-from tewatch_dashboards.deps import get_session
 from tewatch_dashboards.routes.common import error_page, render, whole_number
 from tewatch_dashboards.security import SecureHeadersRoute
+from tewatch_dashboards.views.runs import machine_rows, run_detail, runs_page
 
 router = APIRouter(route_class=SecureHeadersRoute)
 PER_PAGE = 50
@@ -22,7 +23,7 @@ PER_PAGE = 50
 @router.get("/runs", response_class=HTMLResponse)
 def runs(
     request: Request,
-    session: Annotated[Session, Depends(get_session)],
+    conn: ReadConnection,
     page: Annotated[str, Query()] = "1",
     gpu: str = "",
     repo: str = "",
@@ -30,7 +31,7 @@ def runs(
     number = whole_number(page, 1, INT32_MAX)
     if number is None:
         return error_page(request, 400, f"page must be a whole number from 1 to {INT32_MAX}, got {page!r}")
-    rows, total = queries.runs(session, page=number, per_page=PER_PAGE, gpu=gpu.strip(), repo=repo.strip())
+    rows, total = runs_page(conn, page=number, per_page=PER_PAGE, gpu=gpu.strip(), repo=repo.strip())
     return render(
         request,
         "runs.html",
@@ -41,20 +42,20 @@ def runs(
         page=number,
         pages=max(1, -(-total // PER_PAGE)),
         gpu=gpu,
-        gpus=queries.filter_options(session).gpus,
+        gpus=filter_options(conn).gpus,
         repo=repo,
-        repos=queries.run_repos(session),
+        repos=run_repos(conn),
     )
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run(request: Request, run_id: PathInt, session: Annotated[Session, Depends(get_session)]) -> HTMLResponse:
-    detail = queries.run_detail(session, run_id)
+def run(request: Request, run_id: PathInt, conn: ReadConnection) -> HTMLResponse:
+    detail = run_detail(conn, run_id)
     if detail is None:
         return error_page(request, 404, f"There is no run {run_id}.")
     return render(request, "run.html", nav="runs", title=f"Run #{run_id}", d=detail)
 
 
 @router.get("/machines", response_class=HTMLResponse)
-def machines(request: Request, session: Annotated[Session, Depends(get_session)]) -> HTMLResponse:
-    return render(request, "machines.html", nav="machines", title="Machines", rows=queries.machines(session))
+def machines(request: Request, conn: ReadConnection) -> HTMLResponse:
+    return render(request, "machines.html", nav="machines", title="Machines", rows=machine_rows(conn))

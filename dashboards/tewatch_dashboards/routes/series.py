@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import orjson
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from sqlalchemy.orm import Session
 
+from tewatch.store.case_reads import FAILING_VERDICTS, case_verdicts
+from tewatch.store.filter_options import filter_options
+from tewatch.store.series_reads import pr_comparison, series_header, series_version
+from tewatch.web.deps import ReadConnection
 from tewatch.web.params import OptionalQueryInt, PathInt
-from tewatch_dashboards import queries, series_chart
-from tewatch_dashboards.deps import get_session
+from tewatch_dashboards import series_chart
 from tewatch_dashboards.plots import render_series_svg, svg_cache
 from tewatch_dashboards.routes.common import error_page, render
 from tewatch_dashboards.security import SVG_CONTENT_SECURITY_POLICY, SecureHeadersRoute
+from tewatch_dashboards.views.case_rows import case_rows
+from tewatch_dashboards.views.filters import Filters
 
 router = APIRouter(route_class=SecureHeadersRoute)
+FAILED_SHOWN = 5  # the latest failed verdicts of the series' case, with their error text
 
 RANGES = {"100": 100, "300": 300, "1000": 1000, "all": None}
 SCALES = ("linear", "log")
@@ -40,13 +43,13 @@ def parse_last(last: str) -> int | None:
 def series_page(
     request: Request,
     series_id: PathInt,
-    session: Annotated[Session, Depends(get_session)],
+    conn: ReadConnection,
     branch: str = "",
     last: str = "300",
     pr: OptionalQueryInt = None,
     scale: str = "linear",
 ) -> HTMLResponse:
-    header = queries.series_header(session, series_id)
+    header = series_header(conn, series_id)
     if header is None:
         return error_page(request, 404, f"There is no series {series_id}.")
     try:
@@ -55,10 +58,15 @@ def series_page(
         return error_page(request, 400, str(exc))
     if problem := scale_problem(scale):
         return error_page(request, 400, problem)
-    failures = queries.failed_points(session, header, branch.strip())
-    case = queries.case_rows(
-        session, queries.Filters(branch=branch.strip()), queries.Case.id == header.case_id
+    failures = case_verdicts(
+        conn,
+        header.case_id,
+        limit=FAILED_SHOWN,
+        statuses=FAILING_VERDICTS,
+        branch=branch.strip(),
+        every_run=False,
     )
+    case = case_rows(conn, Filters(branch=branch.strip()), header.case_id)
     return render(
         request,
         "series.html",
@@ -70,31 +78,31 @@ def series_page(
         branch=branch,
         last=last,
         ranges=list(RANGES),
-        total=queries.series_length(session, series_id, branch.strip()),
-        branches=queries.filter_options(session).branches,
+        total=series_version(conn, series_id, branch.strip())[0],
+        branches=filter_options(conn).branches,
         pr=pr,
         scale=scale,
-        comparison=queries.pr_comparison(session, series_id, pr) if pr is not None else None,
-        pr_results=queries.series_version(session, series_id, pr=pr)[0] if pr is not None else 0,
+        comparison=pr_comparison(conn, series_id, pr) if pr is not None else None,
+        pr_results=series_version(conn, series_id, pr=pr)[0] if pr is not None else 0,
     )
 
 
 @router.get("/series/{series_id}/points.json")
 def series_points(
     series_id: PathInt,
-    session: Annotated[Session, Depends(get_session)],
+    conn: ReadConnection,
     branch: str = "",
     last: str = "300",
     pr: OptionalQueryInt = None,
 ) -> Response:
-    header = queries.series_header(session, series_id)
+    header = series_header(conn, series_id)
     if header is None:
         return JSONResponse({"detail": f"There is no series {series_id}."}, status_code=404)
     try:
         n = parse_last(last)
     except BadRange as exc:
         return JSONResponse({"detail": str(exc)}, status_code=400)
-    chart = series_chart.build(session, header, branch.strip(), last=n, pr=pr)
+    chart = series_chart.build(conn, header, branch.strip(), last=n, pr=pr)
     # orjson writes a non-finite number as null (JSON has none): an infinite value stored before uploads
     # refused them, or one a computation overflowed to, is a gap in the chart instead of a 500
     return Response(
@@ -105,13 +113,13 @@ def series_points(
 @router.get("/series/{series_id}/plot.svg")
 def series_svg(
     series_id: PathInt,
-    session: Annotated[Session, Depends(get_session)],
+    conn: ReadConnection,
     branch: str = "",
     last: str = "300",
     pr: OptionalQueryInt = None,
     scale: str = "linear",
 ) -> Response:
-    header = queries.series_header(session, series_id)
+    header = series_header(conn, series_id)
     if header is None:
         return Response(f"There is no series {series_id}.", status_code=404, media_type="text/plain")
     try:
@@ -125,15 +133,20 @@ def series_svg(
         branch.strip(),
         n,
         scale,
-        queries.series_version(session, series_id, branch.strip()),
+        series_version(conn, series_id, branch.strip()),
     )
     if pr is not None:
-        comparison = queries.pr_comparison(session, series_id, pr)
-        key += (pr, queries.series_version(session, series_id, pr=pr), comparison.id if comparison else None)
+        comparison = pr_comparison(conn, series_id, pr)
+        key += (
+            pr,
+            series_version(conn, series_id, pr=pr),
+            comparison.id if comparison else None,
+        )
     svg = svg_cache.get_or_render(
         key,
         lambda: render_series_svg(
-            series_chart.build(session, header, branch.strip(), last=n, pr=pr), log_scale=scale == "log"
+            series_chart.build(conn, header, branch.strip(), last=n, pr=pr),
+            log_scale=scale == "log",
         ),
     )
     return Response(

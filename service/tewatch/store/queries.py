@@ -1,8 +1,9 @@
-"""The read side: every query the API and the dashboards need, in one place, as plain dicts."""
+"""The API's reads as plain dicts; runs, machines and latest verdicts through the read modules the pages
+share (run_reads, machine_reads, case_reads)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -10,10 +11,10 @@ from sqlalchemy import Connection, Select, and_, func, select
 from sqlalchemy.orm import aliased
 
 from tewatch.store import case_archive
+from tewatch.store.case_reads import CaseSelection, latest_case_verdicts, verdict_rows
 from tewatch.store.commit_order import commit_place, newest_commit_first
 from tewatch.store.gc_pause import collector_paused
-from tewatch.store.key_lists import in_key_list
-from tewatch.store.latest_verdict_ids import latest_verdict_ids
+from tewatch.store.machine_reads import machines
 from tewatch.store.models import (
     Benchmark,
     Case,
@@ -27,6 +28,7 @@ from tewatch.store.models import (
     Series,
     Verdict,
 )
+from tewatch.store.run_reads import RunRow, in_run_context, run_filters, run_row, run_rows
 
 CASE_COLUMNS = (
     Case.case_name,
@@ -78,43 +80,32 @@ def _enum_value(value: Any) -> Any:
     return getattr(value, "value", value)
 
 
-def in_run_context(statement: Select) -> Select:
-    """`statement` (reading runs, or rows joined to their run) joined to each run's commit, machine and
-    environment: what a run is, wherever one is shown."""
-    return (
-        statement.join(Commit, Commit.id == Run.commit_id)
-        .join(Machine, Machine.id == Run.machine_id)
-        .join(Environment, Environment.id == Run.environment_id)
-    )
-
-
-def _run_select() -> Select:
-    return in_run_context(
-        select(
-            Run.id,
-            Run.digest,
-            Run.branch,
-            Run.pr_number,
-            Run.merge_base_sha,
-            Run.asv_env_name,
-            Run.profile,
-            Run.started_at,
-            Run.finished_at,
-            Run.uploaded_at,
-            Run.summary,
-            Commit.sha.label("commit_sha"),
-            Commit.repo.label("repo"),
-            Commit.committed_at,
-            Machine.id.label("machine_id"),
-            Machine.name.label("machine_name"),
-            Machine.gpu_model,
-            Machine.compute_capability,
-            Environment.torch,
-            Environment.te_version,
-            Environment.te_commit,
-            Environment.python,
-        )
-    )
+def _run_summary(row: RunRow) -> dict[str, Any]:
+    run, commit, machine, environment = row.run, row.commit, row.machine, row.environment
+    return {
+        "id": run.id,
+        "digest": run.digest,
+        "branch": run.branch,
+        "pr_number": run.pr_number,
+        "merge_base_sha": run.merge_base_sha,
+        "asv_env_name": run.asv_env_name,
+        "profile": run.profile,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "uploaded_at": run.uploaded_at,
+        "summary": run.summary,
+        "commit_sha": commit.sha,
+        "repo": commit.repo,
+        "committed_at": commit.committed_at,
+        "machine_id": machine.id,
+        "machine_name": machine.name,
+        "gpu_model": machine.gpu_model,
+        "compute_capability": machine.compute_capability,
+        "torch": environment.torch,
+        "te_version": environment.te_version,
+        "te_commit": environment.te_commit,
+        "python": environment.python,
+    }
 
 
 def list_runs(
@@ -130,41 +121,23 @@ def list_runs(
     limit: int = 50,
     offset: int = 0,
 ) -> Page:
-    """Runs, newest first. `since` (inclusive) and `until` (exclusive) bound when a run started (its upload
-    time where asv recorded no start), as UTC times."""
-    statement = _run_select().order_by(Run.id.desc())
-    started = func.coalesce(Run.started_at, Run.uploaded_at)
-    if since is not None:
-        statement = statement.where(started >= since)
-    if until is not None:
-        statement = statement.where(started < until)
-    if branch is not None:
-        statement = statement.where(Run.branch == branch)
-    if gpu is not None:
-        statement = statement.where(Machine.gpu_model == gpu)
-    if machine is not None:
-        statement = statement.where(Machine.name == machine)
-    if commit is not None:
-        statement = statement.where(Commit.sha.startswith(commit))
-    if pr_number is not None:
-        statement = statement.where(Run.pr_number == pr_number)
-    return _page(conn, statement, limit, offset)
+    """Runs, newest first (run_reads.run_rows, as the pages list them). `since` (inclusive) and `until`
+    (exclusive) bound when a run started (its upload time where asv recorded no start), as UTC times."""
+    terms = run_filters(
+        branch=branch, gpu=gpu, machine=machine, commit=commit, pr_number=pr_number, since=since, until=until
+    )
+    found = run_rows(conn, terms, limit, offset)
+    return Page([_run_summary(r) for r in found.rows], found.total, limit, offset)
 
 
 def get_run(conn: Connection, run_id: int) -> dict[str, Any] | None:
-    rows = _rows(conn, _run_select().where(Run.id == run_id))
-    if not rows:
+    row = run_row(conn, run_id)
+    if row is None:
         return None
-    run = rows[0]
-    run["gpu_state"] = conn.execute(select(Run.gpu_state).where(Run.id == run_id)).scalar_one()
-    run["machine"] = _rows(
-        conn,
-        select(Machine).where(Machine.id == run["machine_id"]).with_only_columns(*Machine.__table__.columns),
-    )[0]
-    environment_id = conn.execute(select(Run.environment_id).where(Run.id == run_id)).scalar_one()
-    run["environment"] = _rows(
-        conn, select(*Environment.__table__.columns).where(Environment.id == environment_id)
-    )[0]
+    run = _run_summary(row)
+    run["gpu_state"] = row.run.gpu_state
+    run["machine"] = asdict(row.machine)
+    run["environment"] = asdict(row.environment)
     run["files"] = run_files(conn, run_id)
     return run
 
@@ -209,7 +182,8 @@ def list_benchmarks(conn: Connection, *, case_name: str | None = None) -> list[d
 
 
 def list_machines(conn: Connection) -> list[dict[str, Any]]:
-    return _rows(conn, select(*Machine.__table__.columns).order_by(Machine.id))
+    """Every machine, by id (machine_reads.machines, as the machines page reads them)."""
+    return [asdict(m) for m in machines(conn)]
 
 
 def list_cases(
@@ -394,36 +368,29 @@ def latest_verdicts(
     status: str | None = None,
 ) -> list[dict[str, Any]]:
     """The verdict of every case at its newest commit (commit date, run start, run id), on one branch or,
-    with none given, outside pull requests: what the overview shows (store.latest_verdict_ids).
-
-    Reads the small tables ingest keeps up to date (one row per case, or per case and branch), then
-    fetches those verdicts by id: one index probe each, however many runs the store holds."""
-    verdict_ids = list(latest_verdict_ids(conn, branch).values())
-    statement = (
-        select(
-            Case.id.label("case_id"),
-            *CASE_COLUMNS,
-            Verdict.run_id,
-            *VERDICT_COLUMNS,
-            Commit.sha.label("commit_sha"),
-            Run.branch,
-            Run.uploaded_at,
-        )
-        .select_from(Verdict)
-        .join(Case, Case.id == Verdict.case_id)
-        .join(Run, Run.id == Verdict.run_id)
-        .join(Commit, Commit.id == Run.commit_id)
-        .where(in_key_list(conn, Verdict.id, verdict_ids, "verdict_ids"))
-        .order_by(Case.case_name, Case.id)
-    )
-    statement = _case_filters(statement, case_name=case_name, gpu=gpu, backend=backend, recipe=recipe)
+    with none given, outside pull requests: what the overview shows (case_reads.latest_case_verdicts), by
+    case name and id; cases without one left out."""
+    selection = CaseSelection(gpu=gpu, recipe=recipe, backend=backend, case_name=case_name)
+    heads = [h for h in latest_case_verdicts(conn, selection, branch, by_name=True) if h.verdict is not None]
     if status is not None:
-        statement = statement.where(Verdict.status == status)
+        heads = [h for h in heads if h.verdict is not None and h.verdict.status.value == status]
+    verdicts = verdict_rows(conn, [h.verdict.id for h in heads if h.verdict is not None])
+    out = []
     with collector_paused():
-        rows = _rows(conn, statement)
-    for row in rows:
-        row["status"] = _enum_value(row["status"])
-    return rows
+        for head in heads:
+            case, verdict = head.case, verdicts[head.verdict.id]  # type: ignore[union-attr]
+            out.append(
+                {
+                    "case_id": case.id,
+                    **{c.key: getattr(case, c.key) for c in CASE_COLUMNS},
+                    "run_id": verdict.run_id,
+                    **{c.key: getattr(verdict, c.key) for c in VERDICT_COLUMNS},
+                    "commit_sha": verdict.commit_sha,
+                    "branch": verdict.branch,
+                    "uploaded_at": verdict.uploaded_at,
+                }
+            )
+    return out
 
 
 def compare_runs(conn: Connection, base_run_id: int, head_run_id: int) -> list[dict[str, Any]]:
