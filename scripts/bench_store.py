@@ -5,10 +5,11 @@ per case: 5,000 cases x 2 series, 15,000 rows) go through the real ingest core (
 write). Before each round of timed uploads the history is filled up to the next --history level with runs
 of the same cases, bulk-written (executemany on SQLite, COPY on PostgreSQL, the two history indexes built
 afterwards) and older than every timed upload, so the latest-verdict tables are what ingest left. Beside
-each timed upload, a bare DB-API executemany of its rows (bound as ingest binds them) is timed into
-unindexed copies of results and verdicts, and into the tables themselves (their indexes at their size),
-rolled back. Then the series query and the latest-verdicts query are timed. Prints a table per level and
-the ingest growth per million stored results (least-squares slope).
+each timed upload, a bare DB-API executemany of its rows (bound and ordered as ingest binds and orders
+them: by series, by case) is timed into unindexed copies of results and verdicts, and into the tables
+themselves (their indexes at their size), rolled back. Then the series query and the latest-verdicts
+query are timed. Prints a table per level and the ingest growth per million stored results (least-squares
+slope).
 
     .venv/bin/python scripts/bench_store.py                                       # SQLite and PostgreSQL, 0 and 1M
     .venv/bin/python scripts/bench_store.py --backend sqlite --history 0,2.5e6,5e6,1e7    # 10M
@@ -30,6 +31,7 @@ import subprocess
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
+from operator import itemgetter
 from pathlib import Path
 
 from rich.console import Console
@@ -210,9 +212,9 @@ def fill_run(conn: Connection, index: int, first: Row, started: datetime) -> int
 
 
 def bare_insert_seconds(engine: Engine, bundle: UploadBundle, indexed: bool) -> float:
-    """A bare DB-API executemany of the upload's result and verdict rows, bound as ingest binds them, into
-    the results and verdicts tables themselves (their indexes and foreign keys, their size; for a run
-    made for it) or into unindexed copies; rolled back."""
+    """A bare DB-API executemany of the upload's result and verdict rows, bound and ordered as ingest binds
+    and orders them, into the results and verdicts tables themselves (their indexes and foreign keys, their
+    size; for a run made for it) or into unindexed copies; rolled back."""
     plan = build_plan(bundle)
     with engine.connect() as conn:
         series_ids = dict(conn.execute(select(Series.fingerprint, Series.id)).all())
@@ -234,8 +236,9 @@ def bare_insert_seconds(engine: Engine, bundle: UploadBundle, indexed: bool) -> 
                 )
             marks = ", ".join(["?" if is_sqlite(conn) else "%s"] * len(columns))
             quoted = ", ".join(conn.dialect.identifier_preparer.quote(c) for c in columns)
-            statements.append((f"INSERT INTO {name} ({quoted}) VALUES ({marks})",
-                               bound_rows(conn, table, columns, rows)))  # fmt: skip
+            # in the order ingest writes them: by series (results) and by case (verdicts), once bound
+            ordered = sorted(bound_rows(conn, table, columns, rows), key=itemgetter(1))
+            statements.append((f"INSERT INTO {name} ({quoted}) VALUES ({marks})", ordered))
         cursor = conn.connection.cursor()
         start = time.perf_counter()
         for statement, rows in statements:
