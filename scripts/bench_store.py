@@ -5,10 +5,12 @@ per case: 5,000 cases x 2 series, 15,000 rows) go through the real ingest core (
 write). Before each round of timed uploads the history is filled up to the next --history level with runs
 of the same cases, bulk-written (executemany on SQLite, COPY on PostgreSQL, the two history indexes built
 afterwards) and older than every timed upload, so the latest-verdict tables are what ingest left. Beside
-each timed upload, a bare DB-API executemany of its rows (bound as ingest binds them) is timed into
-unindexed copies of results and verdicts, and into the tables themselves (their indexes at their size),
-rolled back. Then the series query and the latest-verdicts query are timed. Prints a table per level and
-the ingest growth per million stored results (least-squares slope).
+each timed upload, a bare DB-API executemany of its rows (bound and ordered as ingest binds and orders
+them: by series, by case) is timed into unindexed copies of results and verdicts, and into the tables
+themselves (their indexes at their size), rolled back. On SQLite the WAL checkpoint that follows an upload
+in the background (tewatch.store.checkpoints) is waited for and timed apart ("then checkpoint ms"), with
+nothing else running. Then the series query and the latest-verdicts query are timed. Prints a table per
+level and the ingest growth per million stored results (least-squares slope).
 
     .venv/bin/python scripts/bench_store.py                                       # SQLite and PostgreSQL, 0 and 1M
     .venv/bin/python scripts/bench_store.py --backend sqlite --history 0,2.5e6,5e6,1e7    # 10M
@@ -30,6 +32,7 @@ import subprocess
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
+from operator import itemgetter
 from pathlib import Path
 
 from rich.console import Console
@@ -42,7 +45,7 @@ from tewatch.ingest.fingerprints import case_id
 from tewatch.ingest.plan import build_plan
 from tewatch.ingest.service import ingest_bundle
 from tewatch.ingest.writer import RESULT_COLUMNS, VERDICT_COLUMNS
-from tewatch.store import queries
+from tewatch.store import checkpoints, queries
 from tewatch.store.bulk import bound_rows, insert_rows
 from tewatch.store.database import is_sqlite, make_engine
 from tewatch.store.migrate import upgrade
@@ -210,9 +213,9 @@ def fill_run(conn: Connection, index: int, first: Row, started: datetime) -> int
 
 
 def bare_insert_seconds(engine: Engine, bundle: UploadBundle, indexed: bool) -> float:
-    """A bare DB-API executemany of the upload's result and verdict rows, bound as ingest binds them, into
-    the results and verdicts tables themselves (their indexes and foreign keys, their size; for a run
-    made for it) or into unindexed copies; rolled back."""
+    """A bare DB-API executemany of the upload's result and verdict rows, bound and ordered as ingest binds
+    and orders them, into the results and verdicts tables themselves (their indexes and foreign keys, their
+    size; for a run made for it) or into unindexed copies; rolled back."""
     plan = build_plan(bundle)
     with engine.connect() as conn:
         series_ids = dict(conn.execute(select(Series.fingerprint, Series.id)).all())
@@ -234,8 +237,9 @@ def bare_insert_seconds(engine: Engine, bundle: UploadBundle, indexed: bool) -> 
                 )
             marks = ", ".join(["?" if is_sqlite(conn) else "%s"] * len(columns))
             quoted = ", ".join(conn.dialect.identifier_preparer.quote(c) for c in columns)
-            statements.append((f"INSERT INTO {name} ({quoted}) VALUES ({marks})",
-                               bound_rows(conn, table, columns, rows)))  # fmt: skip
+            # in the order ingest writes them: by series (results) and by case (verdicts), once bound
+            ordered = sorted(bound_rows(conn, table, columns, rows), key=itemgetter(1))
+            statements.append((f"INSERT INTO {name} ({quoted}) VALUES ({marks})", ordered))
         cursor = conn.connection.cursor()
         start = time.perf_counter()
         for statement, rows in statements:
@@ -248,7 +252,7 @@ def bare_insert_seconds(engine: Engine, bundle: UploadBundle, indexed: bool) -> 
 
 def time_level(engine: Engine, factory: UploadFactory, first_index: int, runs: int) -> dict:
     """Ingest `runs` uploads through the real ingest core, each beside the bare inserts of its rows."""
-    ingest, bare, bare_indexed = [], [], []
+    ingest, bare, bare_indexed, checkpoint = [], [], [], []
     for index in range(first_index, first_index + runs):
         bundle = factory.bundle(index)  # generation is not timed
         bare.append(bare_insert_seconds(engine, bundle, indexed=False))
@@ -256,8 +260,11 @@ def time_level(engine: Engine, factory: UploadFactory, first_index: int, runs: i
         start = time.perf_counter()
         ingest_bundle(engine, bundle)
         ingest.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        checkpoints.wait_idle()  # SQLite's WAL checkpoint after the upload: timed apart, nothing beside it
+        checkpoint.append(time.perf_counter() - start)
     return {"ingest": statistics.median(ingest), "bare": statistics.median(bare),
-            "bare_indexed": statistics.median(bare_indexed)}  # fmt: skip
+            "bare_indexed": statistics.median(bare_indexed), "checkpoint": statistics.median(checkpoint)}  # fmt: skip
 
 
 def growth_per_million(points: list[tuple[int, float]]) -> float | None:
@@ -277,6 +284,7 @@ def run_backend(url: str, args, console: Console) -> dict:
     for target in args.history:
         start = time.perf_counter()
         stored = fill_history(engine, factory, target, rng)
+        checkpoints.wait_idle(600)
         fill_s = time.perf_counter() - start
         console.print(
             f"{engine.dialect.name}: {stored:,} results stored ({fill_s:.0f} s to fill); timing ingest"
@@ -346,14 +354,14 @@ def main() -> None:
                                check=False)  # fmt: skip
     table = Table(title="tewatch store benchmark: one upload of "
                   f"{reports[0]['rows']:,} rows (results and verdicts) as history grows")  # fmt: skip
-    for column in ("backend", "stored results", "fill s", "ingest ms", "bare ms", "bare indexed ms",
-                   "ingest / bare", "ingest / bare indexed", "ingest rows/s"):  # fmt: skip
+    for column in ("backend", "stored results", "fill s", "ingest ms", "then checkpoint ms", "bare ms",
+                   "bare indexed ms", "ingest / bare", "ingest / bare indexed", "ingest rows/s"):  # fmt: skip
         table.add_column(column, justify="right")
     for r in reports:
         for level in r["levels"]:
             table.add_row(
                 r["backend"], f"{level['stored']:,}", f"{level['fill_s']:.0f}", f"{level['ingest'] * 1e3:.0f}",
-                f"{level['bare'] * 1e3:.0f}", f"{level['bare_indexed'] * 1e3:.0f}",
+                f"{level['checkpoint'] * 1e3:.0f}" if r["backend"] == "sqlite" else "-", f"{level['bare'] * 1e3:.0f}", f"{level['bare_indexed'] * 1e3:.0f}",
                 f"{level['bare'] / level['ingest']:.3f}", f"{level['bare_indexed'] / level['ingest']:.3f}",
                 f"{r['rows'] / level['ingest']:,.0f}",
             )  # fmt: skip

@@ -101,6 +101,10 @@ def _case_files() -> list[bytes]:
         {**base, "params": {"x": float("nan")}},
         {**base, "labels": {"rank": 1, "flag": True, "scale": 1.0, "none": None}},
         {**base, "verdict": {**base["verdict"], "value": float("inf")}},
+        {**base, "verdict": {**base["verdict"], "details": {"a": None, "b": float("nan")}}},
+        {**base, "verdict": {**base["verdict"], "details": {"b": [float("-inf")]}}},
+        {**base, "verdict": {**base["verdict"], "message": "a\x00b"}},
+        {**base, "perturbations": {"x": 2**64}},
         {**base, "recorded_at": 1_790_000_000},
         {**base, "extra": 1},
         [base],
@@ -206,3 +210,28 @@ def test_collector_comes_back_after_overlapping_pauses():
     release.set()
     thread.join(10)
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ({"a": [1.5, {"b": float("nan")}]}, "a[1].b"),
+        ({"a": None, "b": [float("-inf")]}, "b[0]"),
+        ({"a": "null", "b": float("inf")}, "b"),
+        ({"text": "a\x00b"}, "text"),
+        ({"a\x00": 1}, ""),
+        ({"n": 2**64}, "n"),
+        ({"s": "\ud800"}, "s"),
+        ({1: "x"}, ""),
+    ],
+)
+def test_json_problem_finds_what_no_json_column_keeps(value, where):
+    problem = json_problem(value)
+    assert problem is not None and problem[0] == where
+
+
+@pytest.mark.parametrize(
+    "value", [{"a": None, "b": [1, 2.5, "nullable"]}, {"a": [None, True, -(2**63)], "t": "\u00e9"}, [], None]
+)
+def test_json_problem_keeps_json_values_with_or_without_null(value):
+    assert json_problem(value) is None

@@ -56,3 +56,20 @@ def test_bulk_rows_equal_core_insert_rows(db_url):
             assert _stored(conn, Verdict.__table__, VERDICT_COLUMNS, run_id) == bulk_verdicts
     finally:
         engine.dispose()
+
+
+def test_an_upload_writes_its_rows_in_series_and_case_order(db_url):
+    engine = make_engine(db_url)
+    try:
+        run_id = ingest_bundle(engine, bundle_of(tiny_run(0), branch="main")).run_id
+        with engine.connect() as conn:
+            for table, key in ((Result.__table__, "series_id"), (Verdict.__table__, "case_id")):
+                keys = [
+                    row[0]
+                    for row in conn.exec_driver_sql(
+                        f"SELECT {key} FROM {table.name} WHERE run_id = {int(run_id)} ORDER BY id"
+                    )
+                ]
+                assert len(keys) > 1 and keys == sorted(keys)
+    finally:
+        engine.dispose()

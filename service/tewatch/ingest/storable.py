@@ -9,7 +9,7 @@ The results rows, nearly all of an upload, are left out: every value in them is 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -38,10 +38,11 @@ def check_plan(plan: RunPlan) -> None:
 
     Column by column: one check of all of a column's values at once, and only where that finds something,
     one value at a time to say which."""
-    for table, rows, describe in _tables(plan):
-        for name in [name for name in rows[0] if name in table.c] if rows else []:
+    for table, columns, describe in _tables(plan):
+        for name, values in columns:
+            if name not in table.c:
+                continue
             column_type = table.c[name].type
-            values = [row.get(name) for row in rows]
             if _all_fit(column_type, values):
                 continue
             for index, value in enumerate(values):
@@ -54,29 +55,45 @@ def check_plan(plan: RunPlan) -> None:
                     )
 
 
-def _tables(plan: RunPlan) -> Iterator[tuple[Table, list[dict[str, Any]], Callable[[int], str]]]:
-    """(table, rows, which row in words) for every table an upload writes but the results."""
-    yield Machine.__table__, [plan.machine], lambda _: "the machine"
-    yield Environment.__table__, [plan.environment], lambda _: "the environment"
-    yield Commit.__table__, [plan.commit], lambda _: "the commit"
-    yield Run.__table__, [plan.run], lambda _: "the run"
+Columns = list[tuple[str, Sequence[Any]]]  # (column name, its value in each row)
+
+
+def _tables(plan: RunPlan) -> Iterator[tuple[Table, Columns, Callable[[int], str]]]:
+    """(table, columns, which row in words) for every table an upload writes but the results."""
+    yield Machine.__table__, _columns([plan.machine]), lambda _: "the machine"
+    yield Environment.__table__, _columns([plan.environment]), lambda _: "the environment"
+    yield Commit.__table__, _columns([plan.commit]), lambda _: "the commit"
+    yield Run.__table__, _columns([plan.run]), lambda _: "the run"
     names = list(plan.benchmarks)
-    yield Benchmark.__table__, list(plan.benchmarks.values()), lambda i: f"the benchmark {names[i]!r}"
+    benchmarks = _columns(list(plan.benchmarks.values()))
+    yield Benchmark.__table__, benchmarks, lambda i: f"the benchmark {names[i]!r}"
     cases = list(plan.cases.values())
-    yield Case.__table__, [case.row() for case in cases], lambda i: _case_words("the case", cases[i])
+    rows = [case.row() for case in cases]
+    # every row has the keys of CasePlan.row, in its order
+    values = zip(*(row.values() for row in rows), strict=True)
+    case_columns: Columns = list(zip(rows[0], values, strict=True)) if rows else []
+    yield Case.__table__, case_columns, lambda i: _case_words("the case", cases[i])
     verdicts = plan.verdicts
+    verdict_columns: Columns = (
+        list(zip(PlannedVerdict._fields, zip(*verdicts, strict=True), strict=True)) if verdicts else []
+    )
     yield (
         Verdict.__table__,
-        [dict(zip(PlannedVerdict._fields, verdict, strict=True)) for verdict in verdicts],
+        verdict_columns,
         lambda i: _case_words("the verdict of", plan.cases[verdicts[i].case_fingerprint]),
     )
+
+
+def _columns(rows: list[dict[str, Any]]) -> Columns:
+    """The rows' values column by column, for the keys of the first row."""
+    return [(name, [row.get(name) for row in rows]) for name in rows[0]] if rows else []
 
 
 def _case_words(prefix: str, case: CasePlan) -> str:
     return f"{prefix} {case.case_name!r} {case.params!r}"[:200]
 
 
-def _all_fit(column_type: Any, values: list[Any]) -> bool:
+def _all_fit(column_type: Any, values: Sequence[Any]) -> bool:
     """Whether the column can keep every value, checked at once (False: look at each one)."""
     present = [v for v in values if v is not None]
     if not present:

@@ -10,7 +10,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from tewatch.core.settings import normalise_database_url
-from tewatch.store import writer_turns
+from tewatch.store import checkpoints, writer_turns
 
 LOCK_WAIT_SECONDS = 30.0  # how long a writer waits for a lock another writer holds (store.contention)
 SQLITE_CACHE_KIB = 64 * 1024  # per connection
@@ -54,6 +54,10 @@ def make_engine(
 
 
 def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
+    database = engine.url.database or ""
+    # a file named by its path: a thread of the process checkpoints it after each writer (store.checkpoints)
+    background_checkpoints = bool(database) and database != ":memory:" and not database.startswith("file:")
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:
         # Let SQLAlchemy, not the driver, emit BEGIN (pysqlite's implicit transactions defeat BEGIN IMMEDIATE).
@@ -67,10 +71,13 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
         # the store passes a few hundred thousand results; 64 MB keeps their hot pages (ingest ~10% faster
         # near 1M results).
         cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
+        if background_checkpoints:  # SQLite's own checkpoint only for a WAL the thread falls behind on
+            cursor.execute(f"PRAGMA wal_autocheckpoint={checkpoints.BACKSTOP_PAGES}")
         cursor.close()
 
-    database = engine.url.database or ""
     writer_turns.install(engine)
+    if background_checkpoints:
+        checkpoints.install(engine, database)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:

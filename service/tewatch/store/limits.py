@@ -115,14 +115,20 @@ def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> tuple[str, str]
 
 def _writes_cleanly(value: Any) -> bool:
     """The common case at C speed: orjson writes it (64-bit integers, string keys, no surrogates, JSON
-    types), without NULs, and the json module finds no NaN or infinity in it (orjson writes them as null).
-    """
+    types) without NULs and without a `null`; orjson writes NaN and infinities as null, so where it wrote
+    one the json module looks for them (in a value free of None and non-finite numbers it need not)."""
     try:
         text = orjson.dumps(value)
-        json.dumps(value, allow_nan=False, default=str)
     except (TypeError, ValueError, RecursionError):
         return False
-    return b"\\u0000" not in text
+    if b"\\u0000" in text:
+        return False
+    if b"null" in text:
+        try:
+            json.dumps(value, allow_nan=False, default=str)
+        except (TypeError, ValueError, RecursionError):
+            return False
+    return True
 
 
 def _short(value: Any) -> str:
