@@ -8,15 +8,13 @@ from contextlib import contextmanager
 
 import pytest
 from sqlalchemy import Connection, event, select
-from sqlalchemy.orm import Session
 
 from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.service import ingest_bundle
-from tewatch.store import queries
+from tewatch.store import queries, series_reads
 from tewatch.store.database import make_engine
 from tewatch.store.migrate import upgrade
 from tewatch.store.models import Series
-from tewatch_dashboards import queries as pages
 
 BIG_TABLES = ("results", "verdicts")
 
@@ -82,12 +80,13 @@ def test_a_series_is_read_from_the_series_points_index(store):
 
 
 def test_the_pages_read_a_series_tail_and_its_case_verdicts_from_indexes(store):
-    with Session(store) as session:
-        series_id = session.scalar(select(Series.id).order_by(Series.id).limit(1))
-        header = pages.series_header(session, series_id)
+    with store.connect() as conn:
+        series_id = conn.scalar(select(Series.id).order_by(Series.id).limit(1))
+        header = series_reads.series_header(conn, series_id)
         assert header is not None
-        conn = session.connection()
-        found = plans(conn, lambda: pages.series_points(session, header, "main", last=30, with_samples=False))
+        found = plans(
+            conn, lambda: series_reads.series_points(conn, header, "main", last=30, with_samples=False)
+        )
         _assert_no_scan_of_big_tables(found)
         assert _uses(found, "results", "ix_results_series_points")
         assert _uses(found, "verdicts", "ix_verdicts_case_points")
