@@ -107,18 +107,32 @@ def store(tmp_path_factory):
     return url, ids
 
 
-def test_each_release_is_filed_under_its_commit_date_and_version(store):
-    url, ids = store
-    engine = make_engine(url)
+@pytest.fixture(scope="module")
+def api(store):
+    """The service's app over the release store, called in this process."""
+    app = create_app(Settings(database_url=store[0]))
+    with TestClient(app) as client:
+        yield client
+    app.state.engine.dispose()
+
+
+@pytest.fixture
+def session(store):
+    engine = make_engine(store[0])
     with Session(engine) as session:
-        rows = session.execute(
-            select(Commit.sha, Commit.committed_at, Environment.te_version)
-            .join(Run, Run.commit_id == Commit.id)
-            .join(Environment, Environment.id == Run.environment_id)
-            .where(Run.id.in_([ids["2.18.0"], ids["2.19.0"]]))
-            .order_by(Run.id)
-        ).all()
+        yield session
     engine.dispose()
+
+
+def test_each_release_is_filed_under_its_commit_date_and_version(store, session):
+    _, ids = store
+    rows = session.execute(
+        select(Commit.sha, Commit.committed_at, Environment.te_version)
+        .join(Run, Run.commit_id == Commit.id)
+        .join(Environment, Environment.id == Run.environment_id)
+        .where(Run.id.in_([ids["2.18.0"], ids["2.19.0"]]))
+        .order_by(Run.id)
+    ).all()
     assert [(sha[:8], version) for sha, _, version in rows] == [
         ("27486e03", "2.18.0"),
         ("b4475763", "2.19.0"),
@@ -147,14 +161,9 @@ def test_slower_gemms_are_regressions_and_the_same_timings_are_not(store):
     assert not [info for info, _ in step.changed if not info.benchmark.startswith("gemm.")]
 
 
-def test_the_compare_endpoint_gives_the_comparers_verdict_per_series(store):
-    url, ids = store
-    app = create_app(Settings(database_url=url))
-    with TestClient(app) as client:
-        rows = client.get("/api/v1/compare", params={"base": ids["2.19.0"], "head": ids["slower"]}).json()[
-            "rows"
-        ]
-    app.state.engine.dispose()
+def test_the_compare_endpoint_gives_the_comparers_verdict_per_series(store, api):
+    _, ids = store
+    rows = api.get("/api/v1/compare", params={"base": ids["2.19.0"], "head": ids["slower"]}).json()["rows"]
     gemm = [r for r in rows if r["benchmark"] == "gemm.Gemm.track_seconds" and r["verdict"]]
     assert gemm and {r["verdict"] for r in gemm} == {"regression"}
     assert all(r["ci_low"] < r["effect"] < r["ci_high"] for r in gemm)
@@ -162,48 +171,40 @@ def test_the_compare_endpoint_gives_the_comparers_verdict_per_series(store):
     assert "regression" not in quantize and "improvement" not in quantize
 
 
-def test_a_series_labels_each_release_commit_with_its_te_version(store):
-    url, ids = store
-    app = create_app(Settings(database_url=url))
-    with TestClient(app) as client:
-        rows = client.get("/api/v1/compare", params={"base": ids["2.18.0"], "head": ids["2.19.0"]}).json()[
-            "rows"
-        ]
-        gemm = next(r for r in rows if r["benchmark"] == "gemm.Gemm.track_seconds" and r["head_value"])
-        chart = client.get(f"/series/{gemm['series_id']}/points.json", params={"branch": "main"}).json()
-    app.state.engine.dispose()
+def test_a_series_labels_each_release_commit_with_its_te_version(store, api):
+    _, ids = store
+    rows = api.get("/api/v1/compare", params={"base": ids["2.18.0"], "head": ids["2.19.0"]}).json()["rows"]
+    gemm = next(r for r in rows if r["benchmark"] == "gemm.Gemm.track_seconds" and r["head_value"])
+    chart = api.get(f"/series/{gemm['series_id']}/points.json", params={"branch": "main"}).json()
     labels = [chart["labels"][str(p["x"])] for p in chart["points"]]
     assert labels[:2] == ["27486e0\nTE 2.18.0", "b447576\nTE 2.19.0"]
     assert [s["label"] for s in chart["shifts"]] == ["TE 2.18.0 → 2.19.0"]
 
 
-def test_a_check_that_flips_between_releases_opens_its_alert_with_the_release_that_broke_it(store):
-    url, ids = store
-    engine = make_engine(url)
-    with Session(engine) as session:
-        parity = session.execute(
-            select(Verdict.run_id, Verdict.status, Verdict.id)
-            .join(Case, Case.id == Verdict.case_id)
-            .where(
-                Case.case_name == "contracts.CheckpointParity",
-                Verdict.run_id.in_([ids["2.18.0"], ids["2.19.0"]]),
-            )
-            .where(Case.recipe == "fp8-current")
-            .order_by(Verdict.run_id)
-        ).all()
-        assert [(run, status.value) for run, status, _ in parity] == [
-            (ids["2.18.0"], "pass"),
-            (ids["2.19.0"], "fail_accuracy"),
-        ]
-        [alert] = session.scalars(
-            select(Alert).where(Alert.kind == AlertKind.correctness, Alert.verdict_id == parity[1][2])
-        ).all()
-        # the seed bug failed from the first release on: its alert is 2.18.0's, not reopened by 2.19.0
-        recursion = session.scalars(
-            select(Alert.run_id)
-            .join(Case, Case.id == Alert.case_id)
-            .where(Alert.kind == AlertKind.correctness, Case.case_name == "contracts.CpuRoundTrip")
-        ).all()
-    engine.dispose()
+def test_a_check_that_flips_between_releases_opens_its_alert_with_the_release_that_broke_it(store, session):
+    _, ids = store
+    parity = session.execute(
+        select(Verdict.run_id, Verdict.status, Verdict.id)
+        .join(Case, Case.id == Verdict.case_id)
+        .where(
+            Case.case_name == "contracts.CheckpointParity",
+            Verdict.run_id.in_([ids["2.18.0"], ids["2.19.0"]]),
+        )
+        .where(Case.recipe == "fp8-current")
+        .order_by(Verdict.run_id)
+    ).all()
+    assert [(run, status.value) for run, status, _ in parity] == [
+        (ids["2.18.0"], "pass"),
+        (ids["2.19.0"], "fail_accuracy"),
+    ]
+    [alert] = session.scalars(
+        select(Alert).where(Alert.kind == AlertKind.correctness, Alert.verdict_id == parity[1][2])
+    ).all()
+    # the seed bug failed from the first release on: its alert is 2.18.0's, not reopened by 2.19.0
+    recursion = session.scalars(
+        select(Alert.run_id)
+        .join(Case, Case.id == Alert.case_id)
+        .where(Alert.kind == AlertKind.correctness, Case.case_name == "contracts.CpuRoundTrip")
+    ).all()
     assert alert.status.value == "open" and alert.run_id == ids["2.19.0"]
     assert recursion == [ids["2.18.0"]]
