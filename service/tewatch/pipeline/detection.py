@@ -31,7 +31,13 @@ from tewatch.detect.direction import Direction, direction_of
 from tewatch.detect.environment import environment_shift
 from tewatch.detect.version import DETECTOR_VERSION
 from tewatch.ingest.plan import UNKNOWN_GPU
-from tewatch.pipeline.history import History, SeriesInfo, branch_histories, series_infos
+from tewatch.pipeline.history import (
+    History,
+    SeriesInfo,
+    branch_histories,
+    latest_values,
+    series_infos,
+)
 from tewatch.pipeline.withdrawal import withdraw
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, Detection, PrComparison
 from tewatch.store.database import write_session
@@ -618,28 +624,13 @@ def merge_base_runs(session: Session, run: Run) -> list[Run]:
 
 def between_run_sigmas(session: Session, series_ids: list[int]) -> dict[int, float]:
     """Run-to-run noise of each series (log units), from its latest non-PR history."""
-    values: dict[int, list[float]] = defaultdict(list)
-    for start in range(0, len(series_ids), 500):
-        query = (
-            select(Result.series_id, Result.value)
-            .join(Run, Result.run_id == Run.id)
-            .where(
-                Result.series_id.in_(series_ids[start : start + 500]),
-                Run.pr_number.is_(None),
-                Result.status == ResultStatus.ok,
-                Result.value > 0,
-            )
-            .order_by(Run.uploaded_at)
-        )
-        for series_id, value in session.execute(query):
-            values[series_id].append(value)
+    config = ChangePointConfig()
     sigmas = {}
-    for series_id, series_values in values.items():
-        tail = np.log(np.asarray(series_values[-HISTORY_FOR_NOISE:]))
-        if len(tail) >= 8:
-            floor = ChangePointConfig().sigma_floor
-            clipped = clip_outliers(tail, robust_sigma(tail, floor), ChangePointConfig().winsor_k)
-            sigmas[series_id] = robust_sigma(clipped, floor)
+    for series_id, values in latest_values(session, series_ids, HISTORY_FOR_NOISE).items():
+        if len(values) >= 8:
+            tail = np.log(np.asarray(values))
+            clipped = clip_outliers(tail, robust_sigma(tail, config.sigma_floor), config.winsor_k)
+            sigmas[series_id] = robust_sigma(clipped, config.sigma_floor)
     return sigmas
 
 

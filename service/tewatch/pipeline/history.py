@@ -6,9 +6,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import CompoundSelect, bindparam, func, select, union_all
 from sqlalchemy.orm import Session
 
 from tewatch.detect.ratios import Measured, paired_ratios
@@ -230,3 +231,41 @@ def series_infos(session: Session, series_ids: Iterable[int]) -> dict[int, Serie
                 backend=case.backend or "",
             )
     return infos
+
+
+TAIL_QUERY_SERIES = 200  # tails read per statement: one index walk each, under SQLite's 500 compound terms
+
+
+def latest_values(session: Session, series_ids: list[int], count: int) -> dict[int, list[float]]:
+    """The newest `count` positive `ok` values of each series outside pull requests, oldest first, in
+    upload order (run ids). Each series' tail is a walk back along the (series, run) index that stops after
+    `count` rows, so a long history costs what its tail does."""
+    newest_first: dict[int, list[float]] = defaultdict(list)
+    for start in range(0, len(series_ids), TAIL_QUERY_SERIES):
+        chunk = series_ids[start : start + TAIL_QUERY_SERIES]
+        parameters = {f"series_{i}": series_id for i, series_id in enumerate(chunk)}
+        for series_id, value in session.execute(_tails_statement(len(chunk), count), parameters):
+            newest_first[series_id].append(value)
+    return {series_id: found[::-1] for series_id, found in newest_first.items()}
+
+
+@cache
+def _tails_statement(series: int, count: int) -> CompoundSelect:
+    """The tails of `series` series (parameters series_0 ...) in one statement, built once per shape:
+    building 200 selects costs more than running them."""
+    tails = [
+        select(Result.series_id, Result.value)
+        .join(Run, Result.run_id == Run.id)
+        .where(
+            Result.series_id == bindparam(f"series_{i}"),
+            Run.pr_number.is_(None),
+            Result.status == ResultStatus.ok,
+            Result.value > 0,
+        )
+        .order_by(Result.run_id.desc())
+        .limit(count)
+        .subquery()
+        .select()
+        for i in range(series)
+    ]
+    return union_all(*tails)
