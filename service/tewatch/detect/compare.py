@@ -36,6 +36,7 @@ from scipy import stats
 
 from tewatch.detect.config import CompareConfig
 from tewatch.detect.direction import Direction, direction_of
+from tewatch.detect.distributions import f_quantile, normal_quantile, t_quantile, t_two_sided_p
 from tewatch.detect.fdr import benjamini_hochberg
 from tewatch.detect.modes import sample_modes
 
@@ -137,7 +138,7 @@ def hodges_lehmann_shift(base: np.ndarray, head: np.ndarray, confidence: float) 
     """Median of pairwise log differences and its Mann-Whitney interval (normal approximation)."""
     diffs = np.sort((np.log(head)[:, None] - np.log(base)[None, :]).ravel())
     n, m = len(head), len(base)
-    z = stats.norm.ppf(0.5 + confidence / 2)
+    z = normal_quantile(0.5 + confidence / 2)
     k = int(np.floor(n * m / 2 - z * np.sqrt(n * m * (n + m + 1) / 12)))
     k = min(max(k, 0), len(diffs) - 1)
     return float(np.median(diffs)), float(diffs[k]), float(diffs[len(diffs) - 1 - k])
@@ -276,10 +277,10 @@ def rounds_shift(
     floor = 2 * config.rounds_sigma_floor**2
     variance = max(variance, floor)
     se = float(np.sqrt(variance / rounds.rounds))
-    p = float(2 * stats.t.sf(abs(rounds.estimate) / se, dof))
+    p = t_two_sided_p(rounds.estimate / se, dof)
     return _Shift(
         rounds.estimate,
-        float(stats.t.ppf(0.5 + config.confidence / 2, dof)) * se,
+        t_quantile(0.5 + config.confidence / 2, dof) * se,
         p,
         float(np.sqrt(variance / 2)),
         NoiseSource.rounds,
@@ -292,7 +293,7 @@ def _beyond_prior(rounds: _RoundDifferences, prior: tuple[float, float], config:
     if prior_variance <= 0:
         return rounds.variance > 0
     ratio = rounds.variance / prior_variance
-    return bool(ratio > stats.f.ppf(1 - config.own_spread_alpha, rounds.dof, prior_dof))
+    return bool(ratio > f_quantile(1 - config.own_spread_alpha, rounds.dof, prior_dof))
 
 
 # one run per side ----------------------------------------------------------------------------------------
@@ -318,7 +319,7 @@ def family_between_run_sigmas(
     for family, values in changes.items():
         if len(values) >= config.min_family_cases:
             about_median = float(stats.median_abs_deviation(values, scale="normal"))
-            about_zero = float(np.median(np.abs(values)) * stats.norm.ppf(0.75) ** -1)
+            about_zero = float(np.median(np.abs(values)) * normal_quantile(0.75) ** -1)
             spread = min(about_median, about_zero) / np.sqrt(2.0)
             # Student's t on at least min_family_dof: five cases alone give a median absolute deviation
             # of 1.5 degrees of freedom, and t on 1.5 widens an interval sevenfold
@@ -365,16 +366,15 @@ def measure_shift(
 ) -> _Shift:
     """`degrees_of_freedom`: of `between_sigma` where it is an estimate (Student's t), else infinite."""
     estimate, low, high = hodges_lehmann_shift(base, head, confidence)
-    z = stats.norm.ppf(0.5 + confidence / 2)
+    z = normal_quantile(0.5 + confidence / 2)
     sample_se = max(high - low, 0.0) / (2 * z)
     # one run each side: the level difference of two processes has variance 2 * sigma^2
     se = float(np.hypot(sample_se, np.sqrt(2.0) * between_sigma))
-    level = stats.t(degrees_of_freedom) if np.isfinite(degrees_of_freedom) else stats.norm
     p_rank = float(stats.mannwhitneyu(head, base, alternative="two-sided").pvalue)
-    p_level = float(2 * level.sf(abs(estimate) / se)) if se > 0 else 0.0
+    p_level = t_two_sided_p(estimate / se, degrees_of_freedom) if se > 0 else 0.0
     return _Shift(
         estimate=estimate,
-        half_width=float(level.ppf(0.5 + confidence / 2)) * se,
+        half_width=t_quantile(0.5 + confidence / 2, degrees_of_freedom) * se,
         p_value=max(p_rank, p_level),
         sigma=between_sigma,
         source=source,
