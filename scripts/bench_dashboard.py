@@ -90,6 +90,14 @@ def page_plan(url: str) -> list[tuple[str, Callable[[random.Random], str]]]:
             )
         )
         run_ids = list(conn.scalars(select(Run.id)))
+        previous_on_machine: dict[int, int] = {}
+        run_pairs = []  # (a run, the one before it on its machine): what /api/v1/compare is asked for
+        for run_id, machine_id in conn.execute(
+            select(Run.id, Run.machine_id).where(Run.pr_number.is_(None)).order_by(Run.id)
+        ):
+            if machine_id in previous_on_machine:
+                run_pairs.append((previous_on_machine[machine_id], run_id))
+            previous_on_machine[machine_id] = run_id
         gpus = list(conn.scalars(select(Machine.gpu_model).distinct()))
         failing_case = conn.scalar(select(Case.id).where(Case.mode.is_not(None)).limit(1)) or case_ids[0]
         pull_request = conn.scalar(select(func.min(Run.pr_number)))
@@ -109,6 +117,7 @@ def page_plan(url: str) -> list[tuple[str, Callable[[random.Random], str]]]:
         ("runs /runs", lambda r: f"/runs?page={r.randint(1, 20)}"),
         ("run /runs/{id}", lambda r: f"/runs/{r.choice(run_ids)}"),
         ("machines /machines", lambda r: "/machines"),
+        ("compare /api/v1/compare", lambda r: "/api/v1/compare?base={}&head={}".format(*r.choice(run_pairs))),
         ("alerts /alerts", lambda r: "/alerts"),
     ]
     if pull_request is not None:  # the suites history has pull requests; the wide one has none
