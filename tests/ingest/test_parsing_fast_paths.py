@@ -109,7 +109,24 @@ def _case_files() -> list[bytes]:
         {**base, "extra": 1},
         [base],
     ]
-    return files + [json.dumps(v).encode() for v in variants] + [b'{"schema": "tewatch.case/1"}']
+    text = json.dumps(base)
+    details = [  # what the text alone must send to the value-by-value check
+        "1e400",
+        "-2e-400",
+        "[1.5e300, 4611686018427387904]",  # 19 digits, within 64 bits
+        "18446744073709551616",
+        '"\\ud800"',
+        '"NaN and Infinity are words"',
+        "[" * 190 + "]" * 190,
+        "[" + "[], " * 210 + "[]]",  # more brackets than levels
+    ]
+    raw = [text.replace('"verdict": {', f'"verdict": {{"details": {{"x": {d}}}, ', 1) for d in details]
+    return (
+        files
+        + [json.dumps(v).encode() for v in variants]
+        + [r.encode() for r in raw]
+        + [b'{"schema": "tewatch.case/1"}']
+    )
 
 
 @pytest.mark.parametrize("content", _case_files(), ids=lambda c: str(len(c)))

@@ -22,7 +22,14 @@ from pydantic import (
 
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.jsonfile import load_json_object
-from tewatch.store.limits import INT32_MAX, int_problem, json_problem, max_chars, time_problem
+from tewatch.store.limits import (
+    INT32_MAX,
+    int_problem,
+    json_problem,
+    json_text_is_storable,
+    max_chars,
+    time_problem,
+)
 from tewatch.store.models import Benchmark, Case, Environment, Machine, Run, Verdict
 
 VerdictStatusName = Literal["pass", "fail_accuracy", "error", "unsupported", "timeout", "oom"]
@@ -214,7 +221,7 @@ def parse_record(model: type[RecordT], content: bytes, file: str) -> RecordT:
     except ValidationError:
         pass  # parsed again below, step by step, for an error that names the file, line and field
     else:
-        return _storable(record, file)
+        return record if json_text_is_storable(content) else _storable(record, file)
     data = load_json_object(content, file)
     try:
         return _storable(model.model_validate(data), file)

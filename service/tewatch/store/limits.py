@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -111,6 +112,20 @@ def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> tuple[str, str]
         if problem:
             return where, problem
     return None
+
+
+# what in a JSON text can parse into a value json_problem refuses: an escape (a NUL, a lone surrogate),
+# NaN or an infinity, an integer beyond 64 bits (19 digits or more), a float beyond a double (a 3-digit
+# exponent); raw NULs, surrogates and invalid UTF-8 the parser itself refuses
+_UNSTORABLE_TEXT = re.compile(rb"\\u|NaN|Infinity|\d{19}|[eE][+-]?\d{3}")
+
+
+def json_text_is_storable(text: bytes) -> bool:
+    """True when every value parsed from this JSON text is one a JSON column keeps, decided from the text
+    alone (its brackets bound its nesting). False means: look at the parsed values (json_problem)."""
+    if text.count(b"[") + text.count(b"{") >= MAX_JSON_DEPTH:
+        return False
+    return _UNSTORABLE_TEXT.search(text) is None
 
 
 def _writes_cleanly(value: Any) -> bool:
