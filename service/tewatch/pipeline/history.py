@@ -211,24 +211,36 @@ def series_infos(session: Session, series_ids: Iterable[int]) -> dict[int, Serie
     infos = {}
     for start in range(0, len(ids), 500):
         query = (
-            select(Series.id, Series.fingerprint, Series.case_id, Benchmark, Case)
+            select(
+                Series.id,
+                Series.fingerprint,
+                Series.case_id,
+                Benchmark.name,
+                Benchmark.unit,
+                Benchmark.higher_is_better,
+                Benchmark.type,
+                Case.params,
+                Case.gpu_model,
+                Case.environment,
+                Case.backend,
+            )
             .join(Benchmark, Series.benchmark_id == Benchmark.id)
             .join(Case, Series.case_id == Case.id)
             .where(Series.id.in_(ids[start : start + 500]))
         )
-        for series_id, fingerprint, case_id, benchmark, case in session.execute(query):
-            infos[series_id] = SeriesInfo(
-                key=fingerprint,
-                series_id=series_id,
-                case_id=case_id,
-                benchmark=benchmark.name,
-                params=case.params or {},
-                unit=benchmark.unit,
-                higher_is_better=benchmark.higher_is_better,
-                gpu_model=case.gpu_model,
-                kind=benchmark.type,
-                environment=case.environment or "",
-                backend=case.backend or "",
+        for row in session.execute(query):
+            infos[row.id] = SeriesInfo(
+                key=row.fingerprint,
+                series_id=row.id,
+                case_id=row.case_id,
+                benchmark=row.name,
+                params=row.params or {},
+                unit=row.unit,
+                higher_is_better=row.higher_is_better,
+                gpu_model=row.gpu_model,
+                kind=row.type,
+                environment=row.environment or "",
+                backend=row.backend or "",
             )
     return infos
 
