@@ -42,22 +42,21 @@ NO_RUNS = MachineRuns(0, None, None, None)
 
 
 def machine_runs(conn: Connection) -> dict[int, MachineRuns]:
-    """Machine id -> how many runs it uploaded and which started last (machines without runs left out)."""
+    """Machine id -> how many runs it uploaded and which started last (machines without runs left out).
+    One grouped pass finds each machine's count and latest start; the run that has it is then looked up
+    per machine (a handful), instead of ranking every run in a window."""
     when = func.coalesce(Run.started_at, Run.uploaded_at)
-    ranked = select(
-        Run.machine_id,
-        Run.id,
-        Run.started_at,
-        Run.uploaded_at,
-        func.count().over(partition_by=Run.machine_id).label("n"),
-        func.row_number()
-        .over(partition_by=Run.machine_id, order_by=(when.desc(), Run.id.desc()))
-        .label("rank"),
-    ).subquery()
-    return {
-        row.machine_id: MachineRuns(row.n, row.id, row.started_at, row.uploaded_at)
-        for row in conn.execute(select(ranked).where(ranked.c.rank == 1))
-    }
+    found = {}
+    grouped = select(Run.machine_id, func.count(), func.max(when)).group_by(Run.machine_id)
+    for machine_id, count, latest in conn.execute(grouped).all():
+        last = conn.execute(
+            select(Run.id, Run.started_at, Run.uploaded_at)
+            .where(Run.machine_id == machine_id, when == latest)
+            .order_by(Run.id.desc())
+            .limit(1)
+        ).one()
+        found[machine_id] = MachineRuns(count, last.id, last.started_at, last.uploaded_at)
+    return found
 
 
 def machine_environments(conn: Connection) -> dict[int, list[EnvironmentFacts]]:
