@@ -301,6 +301,7 @@ def history(db_url) -> Iterator[tuple[InProcessApp, dict[str, int]]]:
                 commit_date=committed.isoformat(),
                 **fields,
             )
+            assert answer.status_code == 201, answer.text
             ids[name] = answer.json()["run_id"]
         graph = client.post("/api/v1/commits/graph", json={"repo": "acme/order", "commits": GRAPH})
         assert graph.json()["placed"] == 2
@@ -338,5 +339,7 @@ def test_the_api_and_the_pages_give_a_series_the_same_points_in_commit_order(his
                         )
                         for p in api
                     ] == [(p.run_id, p.sha, p.status, p.value, p.verdict, p.samples) for p in pages], name
+                    buckets = series_points(conn, header, branch, last=last, with_samples=False, pr=pr)
+                    assert [p.run_id for p in buckets] == [p.run_id for p in pages], name
     finally:
         engine.dispose()
