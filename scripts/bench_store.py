@@ -9,8 +9,9 @@ each timed upload, a bare DB-API executemany of its rows (bound and ordered as i
 them: by series, by case) is timed into unindexed copies of results and verdicts, and into the tables
 themselves (their indexes at their size), rolled back. On SQLite the WAL checkpoint that follows an upload
 in the background (tewatch.store.checkpoints) is waited for and timed apart ("then checkpoint ms"), with
-nothing else running. Then the series query and the latest-verdicts query are timed. Prints a table per
-level and the ingest growth per million stored results (least-squares slope).
+nothing else running. Then the series query (the API's answer: a series' newest 1,000 points in commit
+order, read by the pages' reader, series_reads) and the latest-verdicts query are timed. Prints a table
+per level and the ingest growth per million stored results (least-squares slope).
 
     .venv/bin/python scripts/bench_store.py                                       # SQLite and PostgreSQL, 0 and 1M
     .venv/bin/python scripts/bench_store.py --backend sqlite --history 0,2.5e6,5e6,1e7    # 10M

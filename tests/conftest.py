@@ -238,20 +238,29 @@ class InProcessApp:
         return store_counts_of(self.db_url)
 
 
-@pytest.fixture(scope="module")
-def in_process_app(module_db_url) -> Iterator[InProcessApp]:
-    """`create_app` on a fresh store for the tests of one module, with an upload token."""
+@contextmanager
+def app_in_process(db_url: str) -> Iterator[InProcessApp]:
+    """`create_app` on the store at `db_url`, with an upload token."""
     from tewatch.api.app import create_app
     from tewatch.core.settings import Settings
     from tewatch.store.database import make_engine
     from tewatch.store.tokens import create_token
 
-    engine = make_engine(module_db_url)
+    engine = make_engine(db_url)
     token = create_token(engine, "tests")
     engine.dispose()
-    app = create_app(Settings(database_url=module_db_url))
-    yield InProcessApp(module_db_url, token, app)
-    app.state.engine.dispose()
+    app = create_app(Settings(database_url=db_url))
+    try:
+        yield InProcessApp(db_url, token, app)
+    finally:
+        app.state.engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def in_process_app(module_db_url) -> Iterator[InProcessApp]:
+    """`create_app` on a fresh store for the tests of one module, with an upload token."""
+    with app_in_process(module_db_url) as app:
+        yield app
 
 
 def _git(cwd: Path, *args: str) -> None:

@@ -169,6 +169,28 @@ def test_series_points_carry_machine_te_version_and_gpu_state(api, two_runs):
         assert all(isinstance(p["gpu_state"], dict) for p in points)
 
 
+def test_a_series_history_leaves_pull_requests_out_and_pr_reads_one(api, two_runs):
+    (base, head), pr_run = two_runs
+    with api.client(token=None) as client:
+        case = client.get("/api/v1/cases", params={"case": "ops.Scale"}).json()["items"][0]
+        url = f"/api/v1/series/{case['series'][0]['id']}"
+
+        def runs(**params) -> list[int]:
+            answer = client.get(url, params=params).json()
+            assert answer["total_points"] == len(answer["points"])
+            return [p["run_id"] for p in answer["points"]]
+
+        history = runs()  # other tests of the module upload runs of their own
+        assert pr_run not in history and [r for r in history if r in (base, head)] == [base, head]
+        assert runs(branch="q") == [base, head] and runs(branch="q", limit=1) == [head]
+        assert runs(pr=42) == runs(pr=42, branch="q") == runs(branch="feature") == [pr_run]
+        assert runs(pr=43) == []
+        assert {client.get(url, params={"pr": pr}).status_code for pr in (0, -1, 2**31)} == {422}
+        described = client.get("/openapi.json").json()["paths"]["/api/v1/series/{series_id}"]["get"]
+        assert "pull request" in described["description"]
+        assert {p["name"] for p in described["parameters"]} >= {"branch", "pr"}
+
+
 def test_alerts_and_detections_page_with_offset(api, two_runs):
     with api.client(token=None) as client:
         alerts = client.get("/api/v1/alerts").json()

@@ -92,7 +92,7 @@ def test_a_long_history_names_evenly_spaced_commits_with_the_newest_and_the_pull
 def test_failed_verdicts_are_marked_at_their_own_values() -> None:
     values = [0.0500, 0.0453, 0.0529, 0.0707, None, 0.0467]
     points = [point(i, v, "fail_accuracy" if v is not None else "error") for i, v in enumerate(values)]
-    points[1].verdict = "pass"
+    points[1] = point(1, values[1])
     ax = draw_series(chart_of(points)).axes[0]
     collections = {c.get_label(): c for c in ax.collections}
     timed = collections["failed verdict"].get_offsets()

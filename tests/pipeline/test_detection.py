@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from tests.detect.store_history import StoreHistory
 from tewatch.alerts.subscriptions import add_subscription
-from tewatch.pipeline.detection import detect_after_upload, detect_branch
+from tewatch.pipeline.detection import detect_after_upload, detect_branch, fixed_cases
 from tewatch.store.alert_models import (
     Alert,
     AlertKind,
@@ -21,7 +21,8 @@ from tewatch.store.alert_models import (
     WebhookEvent,
 )
 from tewatch.store.database import make_engine
-from tewatch.store.models import VerdictStatus
+from tewatch.store.models import Run, VerdictStatus
+from tewatch.store.table_rows import CaseFacts, VerdictFacts
 
 URL = "https://tewatch.example"
 
@@ -176,6 +177,12 @@ def test_a_pull_request_that_makes_a_failing_case_pass_reports_it_as_fixed(engin
     markdown = report["markdown"]
     assert "### Fixed by this pull request" in markdown and "No correctness failure" not in markdown
     assert f"({URL}/case/{case_id})" in markdown and "RuntimeError: shape" in markdown
+    with Session(engine) as session:
+        head = session.get(Run, head_id)
+        assert head is not None
+        [row] = fixed_cases(session, head)
+    assert (type(row.case), type(row.verdict), type(row.base)) == (CaseFacts, VerdictFacts, VerdictFacts)
+    assert (row.case.id, row.verdict.run_id, row.base.run_id) == (case_id, head_id, ids[-1])
 
 
 def test_a_pull_request_that_fixes_nothing_has_an_empty_fixed_list(engine):

@@ -1,5 +1,6 @@
-"""SQLite reads the history and the latest verdicts through indexes: no query of a series' points, a case's
-verdicts or the latest verdicts scans the results or verdicts tables (what keeps pages fast at 10M)."""
+"""SQLite reads the history and the latest verdicts through indexes: no query of a series' points (the API's
+or the pages', one reader in series_reads), a case's verdicts or the latest verdicts scans the results or
+verdicts tables (what keeps pages fast at 10M)."""
 
 from __future__ import annotations
 
@@ -63,32 +64,51 @@ def _assert_no_scan_of_big_tables(found: list[list[str]]) -> None:
             assert not any(step.startswith(f"SCAN {table}") for table in BIG_TABLES), plan
 
 
-def _uses(found: list[list[str]], table: str, index: str) -> bool:
+def _uses(found: list[list[str]], table: str, index: str, on: str = "") -> bool:
     return any(
-        step.startswith(f"SEARCH {table} USING") and f"INDEX {index} " in step
+        step.startswith(f"SEARCH {table} USING") and f"INDEX {index} ({on}" in step
         for plan in found
         for step in plan
     )
 
 
-def test_a_series_is_read_from_the_series_points_index(store):
+def _first_series(conn: Connection) -> series_reads.SeriesHeader:
+    header = series_reads.series_header(conn, conn.scalar(select(Series.id).order_by(Series.id).limit(1)))
+    assert header is not None
+    return header
+
+
+# every way a series' points are read (series_reads), with whether it reads a tail
+SERIES_READS: dict[str, tuple[Callable[[Connection, series_reads.SeriesHeader], object], bool]] = {
+    "the API's answer": (lambda conn, h: queries.get_series(conn, h.series_id), True),
+    "the API's answer of a pull request, without samples": (
+        lambda conn, h: queries.get_series(conn, h.series_id, pr=1, with_samples=False),
+        True,
+    ),
+    "a chart's tail": (lambda conn, h: series_reads.series_points(conn, h, "main", last=30), True),
+    "a chart's whole history": (lambda conn, h: series_reads.series_points(conn, h), False),
+}
+
+
+@pytest.mark.parametrize("read, tail", SERIES_READS.values(), ids=list(SERIES_READS))
+def test_a_series_is_read_from_the_series_points_index(store, read, tail):
     with store.connect() as conn:
-        series_id = conn.scalar(select(Series.id).order_by(Series.id).limit(1))
-        found = plans(conn, lambda: queries.get_series(conn, series_id))
+        header = _first_series(conn)
+        found = plans(conn, lambda: read(conn, header))
         _assert_no_scan_of_big_tables(found)
-        assert _uses(found, "results", "ix_results_series_points")
+        assert _uses(found, "results", "ix_results_series_points", "series_id=?)")
+        # a tail's rows are looked up by run id in the same index
+        assert _uses(found, "results", "ix_results_series_points", "series_id=? AND run_id=?)") == tail
 
 
 def test_the_pages_read_a_series_tail_and_its_case_verdicts_from_indexes(store):
     with store.connect() as conn:
-        series_id = conn.scalar(select(Series.id).order_by(Series.id).limit(1))
-        header = series_reads.series_header(conn, series_id)
-        assert header is not None
+        header = _first_series(conn)
         found = plans(
             conn, lambda: series_reads.series_points(conn, header, "main", last=30, with_samples=False)
         )
         _assert_no_scan_of_big_tables(found)
-        assert _uses(found, "results", "ix_results_series_points")
+        assert _uses(found, "results", "ix_results_series_points", "series_id=? AND run_id=?)")
         assert _uses(found, "verdicts", "ix_verdicts_case_points")
 
 

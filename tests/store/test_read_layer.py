@@ -1,14 +1,19 @@
 """The read layer the API and the pages share (store/*_reads.py): typed rows, never ORM entities, and the
-same answer on both sides. Two runs of branch q and a newer pull-request run, uploaded in process."""
+same answer on both sides. Two runs of branch q and a newer pull-request run, uploaded in process; and a
+series history whose commit dates, graph order and run starts disagree, in a store of its own."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections.abc import Iterator
+from datetime import datetime
 
 import pytest
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
+from tests.conftest import InProcessApp, app_in_process
 from tests.uploads import parts_of, post_run, tiny_run
 from tewatch.store.alert_queries import CLOSED_STATES, LIVE_STATES
 from tewatch.store.case_reads import (
@@ -33,7 +38,13 @@ from tewatch.store.run_reads import (
     run_verdicts,
     verdict_counts,
 )
-from tewatch.store.series_reads import series_header, series_points, series_version
+from tewatch.store.series_reads import (
+    DETAIL_COLUMNS,
+    DetailedPoint,
+    series_header,
+    series_points,
+    series_version,
+)
 from tewatch.store.store_state import store_state
 from tewatch.store.table_rows import TABLES, CommitFacts, EnvironmentFacts, MachineFacts, RunFacts
 
@@ -71,6 +82,11 @@ def no_entities(row: object) -> None:
 def test_every_typed_row_has_its_tables_columns() -> None:
     for row_type, table in TABLES.items():
         assert [f.name for f in dataclasses.fields(row_type)] == [c.key for c in table.columns], row_type
+
+
+def test_a_detailed_point_has_its_columns() -> None:
+    fields = [f.name for f in dataclasses.fields(DetailedPoint)]
+    assert fields == [*(c.key for c in DETAIL_COLUMNS), "samples"]
 
 
 def test_the_api_lists_the_runs_the_pages_list(in_process_app, uploaded, conn: Connection) -> None:
@@ -237,3 +253,93 @@ def test_detection_reads_and_filter_options(uploaded, conn: Connection) -> None:
     options = filter_options(conn)
     assert options.branches == ["q"] and options.gpus == ["cpu"]
     assert len(store_state(conn)) == 5
+
+
+def at(day: str, hour: int = 12) -> datetime:
+    return datetime.fromisoformat(f"2026-{day}T{hour:02}:00:00+00:00")
+
+
+def run_at(commit: str, started: datetime) -> dict:
+    """The tiny run, filed under `commit` and started at `started`."""
+    parts = parts_of(tiny_run(0))
+    result = json.loads(parts["result"][0][1])
+    run = json.loads(parts["run"][0][1])
+    result["commit_hash"] = commit
+    run["started_at"] = started.isoformat()
+    parts["result"] = [(parts["result"][0][0], json.dumps(result).encode())]
+    parts["run"] = [(parts["run"][0][0], json.dumps(run).encode())]
+    return parts
+
+
+# uploaded in this order: run ids follow neither commit dates nor commit order
+HISTORY = {  # name: (commit, commit date, run start, upload fields)
+    "b": ("b" * 40, at("01-05"), at("01-05"), {"branch": "main"}),
+    "c": ("c" * 40, at("02-01"), at("02-01", 12), {"branch": "main"}),
+    "d": ("d" * 40, at("02-01"), at("02-01", 11), {"branch": "main"}),  # same date as c, started first
+    "a": ("a" * 40, at("01-10"), at("01-10"), {"branch": "main"}),
+    "n": ("e" * 40, at("01-15"), at("01-15"), {"branch": "nightly"}),
+    "p": (
+        "f" * 40,
+        at("01-20"),
+        at("01-20"),
+        {"branch": "feature", "pr_number": "7", "merge_base_sha": "a" * 40},
+    ),
+}
+# b is a's child in the git graph, though dated before it
+GRAPH = [["a" * 40, int(at("01-10").timestamp()), []], ["b" * 40, int(at("01-05").timestamp()), ["a" * 40]]]
+
+
+@pytest.fixture()
+def history(db_url) -> Iterator[tuple[InProcessApp, dict[str, int]]]:
+    with app_in_process(db_url) as app, app.client() as client:
+        ids = {}
+        for name, (commit, committed, started, fields) in HISTORY.items():
+            answer = post_run(
+                client,
+                run_at(commit, started),
+                repo="acme/order",
+                commit_date=committed.isoformat(),
+                **fields,
+            )
+            assert answer.status_code == 201, answer.text
+            ids[name] = answer.json()["run_id"]
+        graph = client.post("/api/v1/commits/graph", json={"repo": "acme/order", "commits": GRAPH})
+        assert graph.json()["placed"] == 2
+        yield app, ids
+
+
+def test_the_api_and_the_pages_give_a_series_the_same_points_in_commit_order(history) -> None:
+    app, ids = history
+    expected = {  # (API parameters, the pages' branch filter, pull request, tail): runs in commit order
+        "history": ({}, "", None, None, "abndc"),
+        "main": ({"branch": "main"}, "main", None, None, "abdc"),
+        "pull request": ({"pr": 7}, "", 7, None, "p"),
+        "tail": ({"limit": 3}, "", None, 3, "ndc"),
+        "main's tail": ({"branch": "main", "limit": 2}, "main", None, 2, "dc"),
+    }
+    engine = make_engine(app.db_url)
+    try:
+        with engine.connect() as conn, app.client(token=None) as client:
+            series_ids = [s["id"] for c in client.get("/api/v1/cases").json()["items"] for s in c["series"]]
+            for series_id in series_ids:
+                header = series_header(conn, series_id)
+                assert header is not None
+                for name, (params, branch, pr, last, runs) in expected.items():
+                    api = client.get(f"/api/v1/series/{series_id}", params=params).json()["points"]
+                    pages = series_points(conn, header, branch, last=last, pr=pr)
+                    assert [p["run_id"] for p in api] == [ids[r] for r in runs], name
+                    assert [
+                        (
+                            p["run_id"],
+                            p["commit_sha"],
+                            p["status"],
+                            p["value"],
+                            p["verdict"],
+                            p["samples"] or [],
+                        )
+                        for p in api
+                    ] == [(p.run_id, p.sha, p.status, p.value, p.verdict, p.samples) for p in pages], name
+                    buckets = series_points(conn, header, branch, last=last, with_samples=False, pr=pr)
+                    assert [p.run_id for p in buckets] == [p.run_id for p in pages], name
+    finally:
+        engine.dispose()

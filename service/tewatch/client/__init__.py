@@ -168,10 +168,11 @@ class Client:
         labels, the result's status and value (asv's median, or a metric's value), the case's verdict and
         GPU state (lowest clocks, highest power and temperature, throttle reasons around the case).
 
-        Either `series` (ids, e.g. `tw.series(...)["series_id"]`: each series' history, on `branch` if
-        given, its newest 100,000 runs at most) or `runs` (a runs() frame or run ids: every result of those runs). A result without
-        samples (a metric, a failure, an unsupported case) is one row with `sample_index` and `sample`
-        empty, so failures stay visible beside the timings."""
+        Either `series` (ids, e.g. `tw.series(...)["series_id"]`: each series' history outside pull
+        requests, or `branch`'s runs if given, its newest 100,000 runs at most) or `runs` (a runs()
+        frame or run ids: every result of those runs). A result without samples (a metric, a failure,
+        an unsupported case) is one row with `sample_index` and `sample` empty, so failures stay visible
+        beside the timings."""
         if (series is None) == (runs is None):
             raise ValueError("samples() takes either series ids or runs, not both")
         if series is not None:

@@ -51,6 +51,8 @@ from tewatch.store.models import (
     Verdict,
     VerdictStatus,
 )
+from tewatch.store.run_reads import run_verdicts, verdicts_in_runs
+from tewatch.store.table_rows import CaseFacts, VerdictFacts
 
 FAILING = frozenset(VerdictStatus(s) for s in FAILING_STATUSES)
 HISTORY_FOR_NOISE = 60
@@ -324,12 +326,12 @@ def detect_branch(
 
 
 # correctness -------------------------------------------------------------------------------------------
-def _case_label(case: Case) -> str:
+def _case_label(case: Case | CaseFacts) -> str:
     params = ", ".join(f"{k}={v}" for k, v in sorted((case.params or {}).items()))
     return f"{case.case_name}({params})"
 
 
-def _verdict_detail(verdict: Verdict) -> str:
+def _verdict_detail(verdict: Verdict | VerdictFacts) -> str:
     if verdict.status == VerdictStatus.fail_accuracy:
         return f"{verdict.check}: {verdict.metric} = {verdict.metric_value} > tolerance {verdict.tolerance}"
     text = (
@@ -508,9 +510,9 @@ class FixedCase:
     """A case a pull request fixes: failing on the merge base (`base`, the verdict `previous_verdicts` saw
     there), passing in the pull request's run (`verdict`)."""
 
-    case: Case
-    verdict: Verdict
-    base: Verdict
+    case: CaseFacts
+    verdict: VerdictFacts
+    base: VerdictFacts
 
 
 def fixed_cases(
@@ -521,29 +523,23 @@ def fixed_cases(
     if run.pr_number is None:
         return []
     before = previous_verdicts(session, run) if before is None else before
-    passing = session.execute(
-        select(Verdict, Case)
-        .join(Case, Verdict.case_id == Case.id)
-        .where(Verdict.run_id == run.id, Verdict.status == VerdictStatus.passed)
-    ).all()
-    candidates = {case.id: (case, verdict) for verdict, case in passing if before.get(case.id) in FAILING}
+    conn = session.connection()
+    candidates = {
+        found.case.id: found
+        for found in run_verdicts(conn, run.id, [VerdictStatus.passed])
+        if before.get(found.case.id) in FAILING
+    }
     if not candidates:
         return []
     base_ids = [r.id for r in merge_base_runs(session, run)]
-    base: dict[int, Verdict] = {}
-    ids = sorted(candidates)
-    for start in range(0, len(ids), 500):
-        query = select(Verdict).where(
-            Verdict.run_id.in_(base_ids), Verdict.case_id.in_(ids[start : start + 500])
-        )
-        for verdict in session.scalars(query.order_by(Verdict.run_id, Verdict.id)):
-            if (
-                verdict.status == before[verdict.case_id]
-            ):  # the failure previous_verdicts saw, the latest run's
-                base[verdict.case_id] = verdict
+    base = {  # the failure previous_verdicts saw, the latest run's
+        verdict.case_id: verdict
+        for verdict in verdicts_in_runs(conn, base_ids, sorted(candidates))
+        if verdict.status == before[verdict.case_id]
+    }
     fixed = [
-        FixedCase(case, verdict, base[case_id])
-        for case_id, (case, verdict) in candidates.items()
+        FixedCase(found.case, found.verdict, base[case_id])
+        for case_id, found in candidates.items()
         if case_id in base
     ]
     return sorted(fixed, key=lambda f: (_case_label(f.case), f.case.gpu_model, f.case.id))

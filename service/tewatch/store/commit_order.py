@@ -1,6 +1,6 @@
 """Commit order as SQL: the commit's place in the git graph a runner sent (`tewatch commits`), else its
 date (a commit without either first), then run start (or upload), then run id. Branch histories, the
-latest-verdict tables and the pages' "latest" and "last N" all use it."""
+latest-verdict tables, series points and the pages' "latest" and "last N" all use it."""
 
 from __future__ import annotations
 
@@ -29,3 +29,9 @@ def newest_commit_first(run_id: SQLColumnExpression[Any]) -> tuple[ColumnElement
     """ORDER BY terms, newest commit first."""
     committed, started = commit_order_columns()
     return committed.desc(), started.desc(), run_id.desc()
+
+
+def oldest_commit_first(run_id: SQLColumnExpression[Any]) -> tuple[SQLColumnExpression[Any], ...]:
+    """ORDER BY terms, oldest commit first."""
+    committed, started = commit_order_columns()
+    return committed, started, run_id

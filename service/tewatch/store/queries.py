@@ -1,5 +1,5 @@
-"""The API's reads as plain dicts; runs, machines and latest verdicts through the read modules the pages
-share (run_reads, machine_reads, case_reads)."""
+"""The API's reads as plain dicts; runs, machines, latest verdicts and series points through the read
+modules the pages share (run_reads, machine_reads, case_reads, series_reads)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,13 @@ from sqlalchemy.orm import aliased
 
 from tewatch.store import case_archive
 from tewatch.store.case_reads import CaseSelection, latest_case_verdicts, verdict_rows
-from tewatch.store.commit_order import commit_place, newest_commit_first
+from tewatch.store.commit_order import commit_place
 from tewatch.store.gc_pause import collector_paused
 from tewatch.store.machine_reads import machines
 from tewatch.store.models import (
     Benchmark,
     Case,
     Commit,
-    Environment,
     Machine,
     RawFile,
     Result,
@@ -28,7 +27,8 @@ from tewatch.store.models import (
     Series,
     Verdict,
 )
-from tewatch.store.run_reads import RunRow, in_run_context, run_filters, run_row, run_rows
+from tewatch.store.run_reads import RunRow, run_filters, run_row, run_rows
+from tewatch.store.series_reads import detailed_points
 
 CASE_COLUMNS = (
     Case.case_name,
@@ -232,10 +232,14 @@ def get_series(
     series_id: int,
     *,
     branch: str | None = None,
+    pr: int | None = None,
     limit: int = 1000,
     max_points: int | None = None,
     with_samples: bool = True,
 ) -> dict[str, Any] | None:
+    """The series and its newest `limit` points in commit order, as the pages read them
+    (series_reads.detailed_points): its history outside pull requests, `branch`'s runs, or pull request
+    `pr`'s."""
     header = conn.execute(
         select(
             Series.id,
@@ -254,51 +258,10 @@ def get_series(
     if header is None:
         return None
     series = dict(header._mapping)
-    columns = [
-        Result.run_id,
-        Result.status,
-        Result.value,
-        Result.q_25,
-        Result.q_75,
-        Result.ci_99_a,
-        Result.ci_99_b,
-        Result.number,
-        Result.repeat,
-        Result.benchmark_version,
-        Result.started_at,
-        Run.branch,
-        Run.pr_number,
-        Run.uploaded_at,
-        Commit.sha.label("commit_sha"),
-        Commit.committed_at,
-        Commit.ordered_at,
-        Run.machine_id,
-        Machine.name.label("machine_name"),
-        Environment.te_version,
-        Verdict.status.label("verdict"),
-        Verdict.gpu_state,
-    ]
-    if with_samples:
-        columns.append(Result.samples)
-    statement = (
-        in_run_context(select(*columns).join(Run, Run.id == Result.run_id))
-        .outerjoin(Verdict, and_(Verdict.run_id == Result.run_id, Verdict.case_id == series["case_id"]))
-        .where(Result.series_id == series_id)
-        .order_by(*newest_commit_first(Result.run_id))
-        .limit(limit)
+    found = detailed_points(
+        conn, series_id, series["case_id"], branch, last=limit, with_samples=with_samples, pr=pr
     )
-    if branch is not None:
-        statement = statement.where(Run.branch == branch)
-    points = _rows(conn, statement)
-    for point in points:
-        point["at"] = point.pop("ordered_at") or point["committed_at"]
-    points.sort(key=lambda p: (p["at"] is None, p["at"].timestamp() if p["at"] else 0, p["run_id"]))
-    for point in points:
-        del point["at"]
-    for point in points:
-        point["status"] = _enum_value(point["status"])
-        point["verdict"] = _enum_value(point["verdict"])
-        point["gpu_state"] = point["gpu_state"] or {}
+    points = [dict(vars(p)) for p in found]  # asdict would copy every list of samples
     series["total_points"] = len(points)
     series["points"] = downsample(points, max_points) if max_points else points
     return series

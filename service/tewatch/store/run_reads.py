@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Select, func, select
 
+from tewatch.store.key_lists import in_key_list
 from tewatch.store.models import Case, Commit, Environment, Machine, Result, Run, Verdict, VerdictStatus
 from tewatch.store.table_rows import (
     CaseFacts,
@@ -194,3 +195,15 @@ def run_verdicts(
         CaseVerdict(row_of(CaseFacts, values[:n_case]), row_of(VerdictFacts, values[n_case:]))
         for values in conn.execute(statement)
     ]
+
+
+def verdicts_in_runs(conn: Connection, run_ids: Sequence[int], case_ids: Sequence[int]) -> list[VerdictFacts]:
+    """The verdicts of cases `case_ids` in runs `run_ids`, by run and verdict id."""
+    if not run_ids or not case_ids:
+        return []
+    statement = (
+        select(*columns(VerdictFacts))
+        .where(Verdict.run_id.in_(run_ids), in_key_list(conn, Verdict.case_id, case_ids, "case_ids"))
+        .order_by(Verdict.run_id, Verdict.id)
+    )
+    return [row_of(VerdictFacts, values) for values in conn.execute(statement)]

@@ -1,22 +1,34 @@
-"""A series along the commit axis as typed points, for the pages' charts; its size, and a pull request's
-comparison on it. Per-series look-ups walk the (series_id, run_id) index, so they stay cheap on a long
-history."""
+"""A series along the commit axis as typed points: one reader for the pages' charts (SeriesPoint) and the
+API's answer (DetailedPoint), choosing the runs (a branch, the history outside pull requests, or one pull
+request), the tail and the commit order once; the series' size, and a pull request's comparison on it.
+Per-series look-ups walk the (series_id, run_id) index, so they stay cheap on a long history."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, String, and_, func, select, type_coerce
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    CursorResult,
+    Select,
+    String,
+    and_,
+    func,
+    select,
+    type_coerce,
+)
 
 from tewatch.store.alert_models import PrComparison
 from tewatch.store.case_reads import branch_clause
-from tewatch.store.commit_order import NO_DATE, newest_commit_first
+from tewatch.store.commit_order import newest_commit_first, oldest_commit_first
 from tewatch.store.gc_pause import collector_paused
-from tewatch.store.models import Benchmark, Case, Commit, Result, Run, Series, Verdict
+from tewatch.store.key_lists import in_key_list
+from tewatch.store.models import Benchmark, Case, Commit, Environment, Machine, Result, Run, Series, Verdict
 from tewatch.store.table_rows import PrComparisonFacts, columns, row_of
 
 
@@ -62,8 +74,10 @@ def series_header(conn: Connection, series_id: int) -> SeriesHeader | None:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class SeriesPoint:
+    """A point as the pages draw it; `gpu_state` is the run's, updated by the verdict's."""
+
     run_id: int
     sha: str
     at: datetime | None
@@ -79,9 +93,127 @@ class SeriesPoint:
     gpu_state: dict
 
 
+@dataclass(frozen=True)
+class DetailedPoint:
+    """A point as the API answers it: the result's asv figures, its run, commit, machine and TE version,
+    the verdict and the verdict's own GPU state; `samples` None where not read or none were stored."""
+
+    run_id: int
+    status: str
+    value: float | None
+    q_25: float | None
+    q_75: float | None
+    ci_99_a: float | None
+    ci_99_b: float | None
+    number: int | None
+    repeat: int | None
+    benchmark_version: str
+    started_at: datetime | None
+    branch: str | None
+    pr_number: int | None
+    uploaded_at: datetime
+    commit_sha: str
+    committed_at: datetime | None
+    machine_id: int
+    machine_name: str
+    te_version: str
+    verdict: str | None
+    gpu_state: dict
+    samples: list[float] | None
+
+
 def runs_clause(branch: str | None, pr: int | None) -> ColumnElement[bool]:
     """The runs of pull request `pr`; without one, those under the branch filter (branch_clause)."""
     return Run.pr_number == pr if pr is not None else branch_clause(branch)
+
+
+_STATUS = type_coerce(Result.status, String).label("status")  # its value: no enum per row
+_VERDICT = type_coerce(Verdict.status, String).label("verdict")
+_CHART = (  # a chart's point; the results' part is in the (series, run) index
+    Result.run_id,
+    _STATUS,
+    Result.value,
+    Result.q_25,
+    Result.q_75,
+    Commit.sha,
+    Commit.committed_at,
+    Run.started_at,
+    Run.environment_id,
+    Run.machine_id,
+)
+_CHART_EXTRAS = (  # and where drawn in detail
+    _VERDICT,
+    Verdict.exception_class,
+    Result.samples,
+    Run.gpu_state,
+    Verdict.gpu_state.label("verdict_gpu_state"),
+)
+DETAIL_COLUMNS = (  # DetailedPoint's fields but samples, in order
+    Result.run_id,
+    _STATUS,
+    Result.value,
+    Result.q_25,
+    Result.q_75,
+    Result.ci_99_a,
+    Result.ci_99_b,
+    Result.number,
+    Result.repeat,
+    Result.benchmark_version,
+    Result.started_at,
+    Run.branch,
+    Run.pr_number,
+    Run.uploaded_at,
+    Commit.sha.label("commit_sha"),
+    Commit.committed_at,
+    Run.machine_id,
+    Machine.name.label("machine_name"),
+    Environment.te_version,
+    _VERDICT,
+    Verdict.gpu_state,
+)
+_EXTRAS = len(_CHART)  # where a chart point's extras start
+_SAMPLES = len(DETAIL_COLUMNS)  # where a detailed point's samples are
+
+
+def _points_of(case_id: int, *selected: Any, verdict: bool = True) -> Select:
+    """`selected` of results with their run, commit and (`verdict`) the case's verdict."""
+    statement = (
+        select(*selected)
+        .select_from(Result)
+        .join(Run, Run.id == Result.run_id)
+        .join(Commit, Commit.id == Run.commit_id)
+    )
+    if verdict:
+        statement = statement.outerjoin(
+            Verdict, and_(Verdict.run_id == Result.run_id, Verdict.case_id == case_id)
+        )
+    return statement
+
+
+def _in_commit_order(
+    conn: Connection, statement: Select, series_id: int, branch: str | None, pr: int | None, last: int | None
+) -> CursorResult[Any]:
+    """The rows of `statement` (_points_of) for the series' results in the chosen runs (runs_clause), the
+    newest `last` of them where given, oldest first in commit order."""
+    chosen = (Result.series_id == series_id, runs_clause(branch, pr))
+    statement = statement.where(*chosen).order_by(*oldest_commit_first(Result.run_id))
+    if last:
+        statement = statement.where(in_key_list(conn, Result.run_id, _tail(conn, chosen, last), "tail"))
+    return conn.execute(statement)
+
+
+def _tail(conn: Connection, chosen: Sequence[ColumnElement[bool]], last: int) -> list[int]:
+    """The run ids of the newest `last` results, from the (series, run) index: sorting whole rows would
+    read every one."""
+    newest = (
+        select(Result.run_id)
+        .join(Run, Run.id == Result.run_id)
+        .join(Commit, Commit.id == Run.commit_id)
+        .where(*chosen)
+        .order_by(*newest_commit_first(Result.run_id))
+        .limit(last)
+    )
+    return list(conn.scalars(newest))
 
 
 def series_points(
@@ -92,76 +224,33 @@ def series_points(
     with_samples: bool = True,
     pr: int | None = None,
 ) -> list[SeriesPoint]:
-    """The series along the commit axis (commit time, then run order), oldest first; `last` keeps the tail.
-    With `pr`, the pull request's runs instead of the branch filter's. Without samples (a chart drawn in
-    buckets), the points carry no GPU state either: buckets draw neither, and on a long history decoding
-    them is most of the time."""
-    point_columns = [
-        Result.run_id,
-        type_coerce(Result.status, String).label("status"),  # its value: no enum per row
-        Result.value,
-        Result.q_25,
-        Result.q_75,
-        Commit.sha,
-        Commit.committed_at,
-        Commit.ordered_at,
-        Run.started_at,
-        Run.environment_id,
-        Run.machine_id,
-    ]
-    stmt = (
-        select(*point_columns)
-        .join(Run, Run.id == Result.run_id)
-        .join(Commit, Commit.id == Run.commit_id)
-        .where(Result.series_id == header.series_id, runs_clause(branch, pr))
-    )
-    if last:
-        # the tail's run ids first, from the (series, run) index: sorting whole rows would read every one
-        tail = stmt.with_only_columns(Result.run_id).order_by(*newest_commit_first(Result.run_id)).limit(last)
-        stmt = stmt.where(Result.run_id.in_(list(conn.scalars(tail))))
+    """The series along the commit axis, oldest first; `last` keeps the tail. With `pr`, the pull
+    request's runs instead of the branch filter's. Without samples (a chart drawn in buckets), the points
+    carry no GPU state either: buckets draw neither, and on a long history decoding them is most of the
+    time."""
     if with_samples:
-        verdict_columns = [type_coerce(Verdict.status, String).label("verdict"), Verdict.exception_class]
-        details = [Result.samples, Run.gpu_state, Verdict.gpu_state.label("verdict_gpu_state")]
-        stmt = stmt.add_columns(*verdict_columns, *details).outerjoin(
-            Verdict, and_(Verdict.run_id == Result.run_id, Verdict.case_id == header.case_id)
-        )
+        statement = _points_of(header.case_id, *_CHART, *_CHART_EXTRAS)
         verdicts = None
     else:
+        statement = _points_of(header.case_id, *_CHART, verdict=False)
         verdicts = case_verdict_statuses(conn, header.case_id)
-    points, order = [], []
+    points = []
     with collector_paused():  # every point lives until the chart is drawn
-        rows: Iterable[Sequence[Any]] = conn.execute(stmt)
-        for row in rows:
-            (
-                run_id,
-                status,
-                value,
-                q_25,
-                q_75,
-                sha,
-                committed_at,
-                ordered_at,
-                started_at,
-                env_id,
-                machine_id,
-            ) = row[:11]
+        for row in _in_commit_order(conn, statement, header.series_id, branch, pr, last):
+            run_id, status, value, q_25, q_75, sha, committed, started, env_id, machine_id = row[:_EXTRAS]
             samples: list = []
             gpu_state: dict = {}
             if verdicts is None:
-                verdict, exception_class, stored_samples, run_gpu, verdict_gpu = row[11:]
-                if isinstance(stored_samples, str):
-                    stored_samples = json.loads(stored_samples)
-                samples = [s for s in stored_samples or () if isinstance(s, (int, float))]
-                gpu_state = dict(run_gpu or {})
-                gpu_state.update(verdict_gpu or {})
+                verdict, exception_class, stored_samples, run_gpu, verdict_gpu = row[_EXTRAS:]
+                samples = _numbers(stored_samples) or []
+                gpu_state = {**(run_gpu or {}), **(verdict_gpu or {})}
             else:
                 verdict, exception_class = verdicts.get(run_id, NO_VERDICT)
-            order.append((_aware(ordered_at or committed_at), _aware(started_at), run_id))
             points.append(
                 SeriesPoint(
                     run_id,
                     sha,
-                    committed_at or started_at,
+                    committed or started,
                     status,
                     value,
                     q_25,
@@ -174,8 +263,40 @@ def series_points(
                     gpu_state,
                 )
             )
-    by_order = sorted(range(len(points)), key=order.__getitem__)
-    return [points[i] for i in by_order]
+    return points
+
+
+def detailed_points(
+    conn: Connection,
+    series_id: int,
+    case_id: int,
+    branch: str | None = "",
+    last: int | None = None,
+    with_samples: bool = True,
+    pr: int | None = None,
+) -> list[DetailedPoint]:
+    """The points series_points reads, in its order, with what the API answers of each."""
+    statement = (
+        _points_of(case_id, *DETAIL_COLUMNS)
+        .join(Machine, Machine.id == Run.machine_id)
+        .join(Environment, Environment.id == Run.environment_id)
+    )
+    if with_samples:
+        statement = statement.add_columns(Result.samples)
+    points = []
+    with collector_paused():
+        for row in _in_commit_order(conn, statement, series_id, branch, pr, last):
+            *facts, gpu_state = row[:_SAMPLES]
+            samples = _numbers(row[_SAMPLES]) if with_samples else None
+            points.append(row_of(DetailedPoint, (*facts, gpu_state or {}, samples)))
+    return points
+
+
+def _numbers(stored: Any) -> list[float] | None:
+    """Stored samples as numbers; None where none were stored."""
+    if isinstance(stored, str):
+        stored = json.loads(stored)
+    return None if stored is None else [s for s in stored if isinstance(s, (int, float))]
 
 
 NO_VERDICT: tuple[str | None, str | None] = (None, None)
@@ -188,12 +309,6 @@ def case_verdict_statuses(conn: Connection, case_id: int) -> dict[int, tuple[str
         select(Verdict.run_id, status, Verdict.exception_class).where(Verdict.case_id == case_id)
     )
     return {run_id: (status, exception_class) for run_id, status, exception_class in rows}
-
-
-def _aware(at: datetime | None) -> datetime:
-    if at is None:
-        return NO_DATE
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def series_version(
