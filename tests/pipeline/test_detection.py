@@ -131,6 +131,24 @@ def test_pull_request_against_merge_base_on_samples(engine):
     assert "gemm.Gemm.time(recipe=nvfp4)" in markdown and f"{URL}/pr/3626" in markdown
 
 
+def test_detecting_a_pull_request_run_again_rewrites_its_comparison(engine):
+    with Session(engine) as session, session.begin():
+        history = StoreHistory(session)
+        for i in range(30):
+            history.add_run(f"{i:040x}", 1e-3, VerdictStatus.passed)
+        head_id = history.add_run(
+            "f" * 40, 1.2e-3, VerdictStatus.passed, pr_number=7, merge_base=f"{29:040x}"
+        ).id
+    first = detect_after_upload(engine, head_id, URL)
+    again = detect_after_upload(engine, head_id, URL)
+    assert first.comparisons == again.comparisons == {"regression": 1}
+    with Session(engine) as session:
+        [comparison] = session.scalars(select(PrComparison)).all()
+        [alert] = session.scalars(select(Alert).where(Alert.kind == AlertKind.regression)).all()
+    assert alert.comparison_id == comparison.id and comparison.verdict == "regression"
+    assert len(events(engine, "pr.report")) == 2
+
+
 def test_pull_request_is_compared_with_the_merge_base_on_its_own_machine_where_there_is_one(engine):
     # the merge base ran on two machines that sit 20 % apart; the PR ran on the slower one, unchanged
     with Session(engine) as session, session.begin():

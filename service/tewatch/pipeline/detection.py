@@ -873,32 +873,44 @@ def plan_pr_comparison(
 def store_pr_comparison(session: Session, plan: PrComparisonPlan, summary: DetectSummary) -> PrReport:
     """Write a planned comparison: a row per series, an alert per regression, the `pr.report` event."""
     config = plan.config
-    for series_id, info, comparison in plan.compared:
-        row = PrComparison(
-            pr_number=plan.pr_number,
-            head_run_id=plan.run_id,
-            base_run_ids=plan.base_run_ids,
-            series_id=series_id,
-            series_key=info.key,
-            verdict=comparison.verdict.value,
-            baseline=nan_to_none(comparison.baseline),
-            head=nan_to_none(comparison.head),
-            effect=nan_to_none(comparison.effect),
-            ci_low=nan_to_none(comparison.ci_low),
-            ci_high=nan_to_none(comparison.ci_high),
-            p_value=nan_to_none(comparison.p_value),
-            q_value=nan_to_none(comparison.q_value),
-            n_base=comparison.n_base,
-            n_head=comparison.n_head,
-            between_run_sigma=nan_to_none(comparison.between_run_sigma),
-            noise_source=comparison.noise_source.value,
-            rounds=comparison.rounds,
-            modes=comparison.modes or None,
-            primary=series_id in plan.primary,
-            min_effect=comparison.min_effect,
-            detector_version=DETECTOR_VERSION,
-            config=config.as_dict(),
+    # detecting a run again (POST /api/v1/detect) rewrites its comparisons, and its alerts keep pointing at them
+    earlier = {
+        row.series_key: row
+        for row in session.scalars(
+            select(PrComparison).where(
+                PrComparison.head_run_id == plan.run_id, PrComparison.detector_version == DETECTOR_VERSION
+            )
         )
+    }
+    for series_id, info, comparison in plan.compared:
+        fields = {
+            "pr_number": plan.pr_number,
+            "head_run_id": plan.run_id,
+            "base_run_ids": plan.base_run_ids,
+            "series_id": series_id,
+            "series_key": info.key,
+            "verdict": comparison.verdict.value,
+            "baseline": nan_to_none(comparison.baseline),
+            "head": nan_to_none(comparison.head),
+            "effect": nan_to_none(comparison.effect),
+            "ci_low": nan_to_none(comparison.ci_low),
+            "ci_high": nan_to_none(comparison.ci_high),
+            "p_value": nan_to_none(comparison.p_value),
+            "q_value": nan_to_none(comparison.q_value),
+            "n_base": comparison.n_base,
+            "n_head": comparison.n_head,
+            "between_run_sigma": nan_to_none(comparison.between_run_sigma),
+            "noise_source": comparison.noise_source.value,
+            "rounds": comparison.rounds,
+            "modes": comparison.modes or None,
+            "primary": series_id in plan.primary,
+            "min_effect": comparison.min_effect,
+            "detector_version": DETECTOR_VERSION,
+            "config": config.as_dict(),
+        }
+        row = earlier.get(info.key) or PrComparison()
+        for name, value in fields.items():
+            setattr(row, name, value)
         session.add(row)
         summary.comparisons[comparison.verdict.value] = (
             summary.comparisons.get(comparison.verdict.value, 0) + 1
