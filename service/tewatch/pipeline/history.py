@@ -246,6 +246,7 @@ def series_infos(session: Session, series_ids: Iterable[int]) -> dict[int, Serie
 
 
 TAIL_QUERY_SERIES = 200  # tails read per statement: one index walk each, under SQLite's 500 compound terms
+NO_SERIES = 0  # no series has id 0: the padding of a chunk's last statement finds nothing
 
 
 def latest_values(session: Session, series_ids: list[int], count: int) -> dict[int, list[float]]:
@@ -255,16 +256,17 @@ def latest_values(session: Session, series_ids: list[int], count: int) -> dict[i
     newest_first: dict[int, list[float]] = defaultdict(list)
     for start in range(0, len(series_ids), TAIL_QUERY_SERIES):
         chunk = series_ids[start : start + TAIL_QUERY_SERIES]
+        chunk += [NO_SERIES] * (TAIL_QUERY_SERIES - len(chunk))  # one statement shape for every chunk
         parameters = {f"series_{i}": series_id for i, series_id in enumerate(chunk)}
-        for series_id, value in session.execute(_tails_statement(len(chunk), count), parameters):
+        for series_id, value in session.execute(_tails_statement(TAIL_QUERY_SERIES, count), parameters):
             newest_first[series_id].append(value)
     return {series_id: found[::-1] for series_id, found in newest_first.items()}
 
 
 @cache
 def _tails_statement(series: int, count: int) -> CompoundSelect:
-    """The tails of `series` series (parameters series_0 ...) in one statement, built once per shape:
-    building 200 selects costs more than running them."""
+    """The tails of `series` series (parameters series_0 ...) in one statement, built once: building 200
+    selects costs more than running them."""
     tails = [
         select(Result.series_id, Result.value)
         .join(Run, Result.run_id == Run.id)
