@@ -109,14 +109,17 @@ def test_correctness_alert_when_a_case_leaves_pass_and_resolution_when_it_return
     assert payload["previous"] == "pass" and payload["status"] == "error"
 
 
-def test_pull_request_against_merge_base_on_samples(engine):
+def _slower_pull_request(engine, status: VerdictStatus, pr_number: int) -> int:
+    """30 runs of main, then a pull-request run 20 % slower on the newest of them; its run id."""
     with Session(engine) as session, session.begin():
         history = StoreHistory(session)
         for i in range(30):
             history.add_run(f"{i:040x}", 1e-3, VerdictStatus.passed)
-        head_id = history.add_run(
-            "f" * 40, 1.2e-3, VerdictStatus.error, pr_number=3626, merge_base=f"{29:040x}"
-        ).id
+        return history.add_run("f" * 40, 1.2e-3, status, pr_number=pr_number, merge_base=f"{29:040x}").id
+
+
+def test_pull_request_against_merge_base_on_samples(engine):
+    head_id = _slower_pull_request(engine, VerdictStatus.error, 3626)
     summary = detect_after_upload(engine, head_id, URL)
     assert summary.comparisons == {"regression": 1} and summary.correctness_alerts == 1
     with Session(engine) as session:
@@ -132,13 +135,7 @@ def test_pull_request_against_merge_base_on_samples(engine):
 
 
 def test_detecting_a_pull_request_run_again_rewrites_its_comparison(engine):
-    with Session(engine) as session, session.begin():
-        history = StoreHistory(session)
-        for i in range(30):
-            history.add_run(f"{i:040x}", 1e-3, VerdictStatus.passed)
-        head_id = history.add_run(
-            "f" * 40, 1.2e-3, VerdictStatus.passed, pr_number=7, merge_base=f"{29:040x}"
-        ).id
+    head_id = _slower_pull_request(engine, VerdictStatus.passed, 7)
     first = detect_after_upload(engine, head_id, URL)
     again = detect_after_upload(engine, head_id, URL)
     assert first.comparisons == again.comparisons == {"regression": 1}
