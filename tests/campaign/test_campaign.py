@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.long_setup
+
 ROOT = Path(__file__).resolve().parents[2]
 PERTURB = "torchref-slow-quantize,torchref-rank3-dequantize"
 

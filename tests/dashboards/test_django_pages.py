@@ -20,6 +20,8 @@ from tewatch.store.database import make_engine
 from tewatch.store.models import Commit, Run
 from tewatch_dashboards.site import GENERAL_SUBJECT, read_facts
 
+pytestmark = pytest.mark.long_setup
+
 CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 
 

@@ -14,6 +14,8 @@ import pytest
 
 from tewatch.core import stderr_log_file
 
+pytestmark = pytest.mark.long_setup
+
 REPO = Path(__file__).resolve().parents[2]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 SUITES = r"^(quantize|rht|gemm|linear|contracts)\."

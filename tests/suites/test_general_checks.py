@@ -13,6 +13,8 @@ from torch.utils._pytree import tree_map
 from benchmarks.harness.cpu_ops import cpu_op_checks
 from tests.runner.test_run_ci_profile import _runner
 
+pytestmark = pytest.mark.long_setup
+
 BENCH = r"^checks\."
 BREAKS = (
     "torchref-nondeterministic,torchref-odd-shape-silent,torchref-compile-eval-path,"
