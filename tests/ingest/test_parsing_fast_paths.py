@@ -16,7 +16,7 @@ from tewatch.ingest.fingerprints import cached_case_id, case_id, digest_of, seri
 from tewatch.ingest.jsonfile import load_json
 from tewatch.ingest.records import CaseRecord, parse_record
 from tewatch.store.gc_pause import collector_paused
-from tewatch.store.limits import json_problem
+from tewatch.store.limits import json_problem, json_text_is_storable
 
 JSON_TEXTS = [
     b'{"a": [1, 2.5, -0.0, 1e400, NaN, -Infinity], "b": {"c": null, "d": true}}',
@@ -115,6 +115,10 @@ def _case_files() -> list[bytes]:
         "-2e-400",
         "[1.5e300, 4611686018427387904]",  # 19 digits, within 64 bits
         "18446744073709551616",
+        "-18446744073709551616",
+        "[0.00062923676153300281, 1.5]",  # a fraction's 19 digits: storable as parsed
+        "0.12345678901234567890123456789012345678901",  # a second run of 19 digits, after a digit
+        "12345678901234567890.5",
         '"\\ud800"',
         '"NaN and Infinity are words"',
         "[" * 190 + "]" * 190,
@@ -252,3 +256,19 @@ def test_json_problem_finds_what_no_json_column_keeps(value, where):
 )
 def test_json_problem_keeps_json_values_with_or_without_null(value):
     assert json_problem(value) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "storable"),
+    [
+        (b'{"value": 0.0006292367615330028}', True),  # a float's fraction of 19 digits
+        (b'{"value": 4611686018427387904}', False),  # 19 digits: maybe beyond 64 bits, looked at
+        (b'{"value": -18446744073709551616}', False),
+        (b'{"value": 0.1234567890123456789012345678901234567890}', False),  # a second run, after a digit
+        (b'{"value": 1.5e-300}', False),
+        (b'{"message": "\\u00e9"}', False),
+        (b'{"value": 1.5e-05, "rank": 3}', True),
+    ],
+)
+def test_a_record_text_is_storable_as_parsed_unless_it_may_hold_what_no_column_keeps(text, storable):
+    assert json_text_is_storable(text) is storable

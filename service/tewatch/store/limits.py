@@ -115,9 +115,12 @@ def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> tuple[str, str]
 
 
 # what in a JSON text can parse into a value json_problem refuses: an escape (a NUL, a lone surrogate),
-# NaN or an infinity, an integer beyond 64 bits (19 digits or more), a float beyond a double (a 3-digit
-# exponent); raw NULs, surrogates and invalid UTF-8 the parser itself refuses
-_UNSTORABLE_TEXT = re.compile(rb"\\u|NaN|Infinity|\d{19}|[eE][+-]?\d{3}")
+# NaN or an infinity, a float beyond a double (a 3-digit exponent), an integer beyond 64 bits (19 digits or
+# more not after a decimal point: a float's fraction, 0.0006292367615330028, has as many); raw NULs,
+# surrogates and invalid UTF-8 the parser itself refuses
+_UNSTORABLE_WORDS = (b"\\u", b"NaN", b"Infinity")
+_BIG_EXPONENT = re.compile(rb"[eE][+-]?\d{3}")
+_NINETEEN_DIGITS = re.compile(rb"\d{19}")
 
 
 def json_text_is_storable(text: bytes) -> bool:
@@ -125,7 +128,9 @@ def json_text_is_storable(text: bytes) -> bool:
     alone (its brackets bound its nesting). False means: look at the parsed values (json_problem)."""
     if text.count(b"[") + text.count(b"{") >= MAX_JSON_DEPTH:
         return False
-    return _UNSTORABLE_TEXT.search(text) is None
+    if any(word in text for word in _UNSTORABLE_WORDS) or _BIG_EXPONENT.search(text):
+        return False
+    return all(text[m.start() - 1 : m.start()] == b"." for m in _NINETEEN_DIGITS.finditer(text))
 
 
 def _writes_cleanly(value: Any) -> bool:
