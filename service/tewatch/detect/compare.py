@@ -32,13 +32,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from tewatch.detect.config import CompareConfig
 from tewatch.detect.direction import Direction, direction_of
-from tewatch.detect.distributions import f_quantile, normal_quantile, t_quantile, t_two_sided_p
+from tewatch.detect.distributions import f_quantile, mad_sigma, normal_quantile, t_quantile, t_two_sided_p
 from tewatch.detect.fdr import benjamini_hochberg
 from tewatch.detect.modes import sample_modes
+from tewatch.detect.rank_test import mann_whitney_p
 
 MAD_EFFICIENCY = 0.37
 
@@ -146,7 +146,7 @@ def hodges_lehmann_shift(base: np.ndarray, head: np.ndarray, confidence: float) 
 
 def within_run_sigma(samples: np.ndarray) -> float:
     """Robust spread of one run's samples in log units (scaled median absolute deviation)."""
-    return float(stats.median_abs_deviation(np.log(samples), scale="normal"))
+    return mad_sigma(np.log(samples))
 
 
 # A/B rounds ----------------------------------------------------------------------------------------------
@@ -318,7 +318,7 @@ def family_between_run_sigmas(
     sigmas = {}
     for family, values in changes.items():
         if len(values) >= config.min_family_cases:
-            about_median = float(stats.median_abs_deviation(values, scale="normal"))
+            about_median = mad_sigma(values)
             about_zero = float(np.median(np.abs(values)) * normal_quantile(0.75) ** -1)
             spread = min(about_median, about_zero) / np.sqrt(2.0)
             # Student's t on at least min_family_dof: five cases alone give a median absolute deviation
@@ -370,7 +370,7 @@ def measure_shift(
     sample_se = max(high - low, 0.0) / (2 * z)
     # one run each side: the level difference of two processes has variance 2 * sigma^2
     se = float(np.hypot(sample_se, np.sqrt(2.0) * between_sigma))
-    p_rank = float(stats.mannwhitneyu(head, base, alternative="two-sided").pvalue)
+    p_rank = mann_whitney_p(head, base)
     p_level = t_two_sided_p(estimate / se, degrees_of_freedom) if se > 0 else 0.0
     return _Shift(
         estimate=estimate,

@@ -1,12 +1,15 @@
 """Quantiles and tail areas of the normal, Student's t and F distributions, through scipy.special: the
 same functions scipy.stats' distribution objects call, without their per-call argument handling, which
-costs more than the sweep's arithmetic."""
+costs more than the sweep's arithmetic; and the normal-scaled median absolute deviation."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 from scipy import special
+
+MAD_PER_SIGMA = float(special.ndtri(0.75))  # a normal sample's median absolute deviation, in sigmas
 
 
 def normal_quantile(p: float) -> float:
@@ -26,3 +29,12 @@ def t_two_sided_p(statistic: float, dof: float) -> float:
 
 def f_quantile(p: float, dfn: float, dfd: float) -> float:
     return float(special.fdtri(dfn, dfd, p))
+
+
+def mad_sigma(values: np.ndarray | list[float]) -> float:
+    """The median absolute deviation scaled to a normal sigma: scipy.stats.median_abs_deviation(values,
+    scale="normal"), NaN for no values or where one is NaN."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0 or np.isnan(values).any():
+        return math.nan
+    return float(np.median(np.abs(values - np.median(values)))) / MAD_PER_SIGMA

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+
+from tewatch.detect.distributions import mad_sigma
 
 MIN_SAMPLES = 10
 MIN_GAP = np.log(1.10)  # modes closer than 10 % are one level
@@ -25,9 +26,7 @@ def sample_modes(samples: np.ndarray, min_share: float = 0.1, separation: float 
     candidates = [i for i in np.argsort(gaps)[::-1][:GAPS_TRIED] if smallest <= i + 1 <= n - smallest]
     for i in candidates:
         low, high = values[: i + 1], values[i + 1 :]
-        spread = max(
-            stats.median_abs_deviation(low, scale="normal"), stats.median_abs_deviation(high, scale="normal")
-        )
+        spread = max(mad_sigma(low), mad_sigma(high))
         if gaps[i] >= MIN_GAP and gaps[i] >= separation * spread:
             return [float(np.exp(np.median(low))), float(np.exp(np.median(high)))]
     return []

@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from tewatch.detect.distributions import mad_sigma
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def from_samples(name: str, process_medians: np.ndarray, within_cv: float) -> No
     """A profile fitted to real process medians: robust core spread, outliers beyond 3 robust sigmas."""
     logs = np.log(np.asarray(process_medians, dtype=float))
     centre = np.median(logs)
-    core = float(stats.median_abs_deviation(logs, scale="normal"))
+    core = mad_sigma(logs)
     outlying = logs - centre > 3 * core
     bumps = np.expm1(logs[outlying] - centre) if outlying.any() else np.array([0.0])
     return NoiseProfile(
