@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import served_sqlite
 from tests.history.django_data import django_results
-from tewatch.pipeline.detection import detect_branch
+from tewatch.pipeline.branch_detection import detect_branch
 from tewatch.store.alert_models import Alert, Detection
 from tewatch.store.database import make_engine
 

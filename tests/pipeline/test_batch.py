@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from tests.detect.store_history import StoreHistory
 from tewatch.pipeline.batch import detect_after_uploads
-from tewatch.pipeline.detection import detect_branch
+from tewatch.pipeline.branch_detection import detect_branch
 from tewatch.store.alert_models import Alert, AlertStatus, Detection
 from tewatch.store.database import make_engine
 from tewatch.store.models import Commit, VerdictStatus

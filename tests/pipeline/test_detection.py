@@ -10,7 +10,9 @@ from sqlalchemy.orm import Session
 
 from tests.detect.store_history import StoreHistory
 from tewatch.alerts.subscriptions import add_subscription
-from tewatch.pipeline.detection import detect_after_upload, detect_branch, fixed_cases
+from tewatch.pipeline.branch_detection import detect_branch
+from tewatch.pipeline.correctness import fixed_cases
+from tewatch.pipeline.detection import detect_after_upload
 from tewatch.store.alert_models import (
     Alert,
     AlertKind,

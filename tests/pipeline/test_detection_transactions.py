@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from tests.detect.store_history import START, StoreHistory
 from tewatch.alerts.lifecycle import change_status, open_alert
-from tewatch.pipeline.detection import detect_branch
+from tewatch.pipeline.branch_detection import detect_branch
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, Detection
 from tewatch.store.database import make_engine, write_session
 from tewatch.store.models import Commit, Result, ResultStatus, Run, VerdictStatus

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from tewatch.pipeline.detection import FAILING as REPORT_FAILING
-from tewatch.pipeline.detection import FixedCase, fixed_cases, is_new_failure, previous_verdicts
+from tewatch.pipeline.correctness import FAILING as REPORT_FAILING
+from tewatch.pipeline.correctness import FixedCase, fixed_cases, is_new_failure, previous_verdicts
 from tewatch.store.detection_reads import pr_verdicts as stored_pr_verdicts
 from tewatch.store.models import Run
 from tewatch.store.run_reads import run_verdicts

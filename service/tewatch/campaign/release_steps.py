@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from tewatch.detect.compare import CompareVerdict, Comparison
 from tewatch.detect.config import CompareConfig
-from tewatch.pipeline.detection import compare_run_samples
 from tewatch.pipeline.history import SeriesInfo
+from tewatch.pipeline.pr_comparison import compare_run_samples
 from tewatch.store.database import make_engine
 
 

@@ -118,7 +118,7 @@ def demo(
 
     from tewatch.api.app import create_app
     from tewatch.campaign.demo import prepare_demo, where_to_look
-    from tewatch.pipeline.detection import detect_branch
+    from tewatch.pipeline.branch_detection import detect_branch
     from tewatch.runner.suite import RunError
     from tewatch.store.database import make_engine
 

@@ -32,7 +32,7 @@ def detect_command(
     regression.detected webhook events (delivered by the service or `tewatch webhooks deliver`)."""
     from sqlalchemy.exc import OperationalError, ProgrammingError
 
-    from tewatch.pipeline.detection import detect_branch
+    from tewatch.pipeline.branch_detection import detect_branch
     from tewatch.store.contention import busy_reason
     from tewatch.store.database import make_engine
 

@@ -17,19 +17,18 @@ from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session
 
 from tewatch.detect.config import ChangePointConfig, CompareConfig
-from tewatch.pipeline.detection import (
+from tewatch.pipeline.branch_detection import detect_on_branch
+from tewatch.pipeline.correctness import (
     CorrectnessChanges,
-    DetectSummary,
     correctness_changes,
-    detect_on_branch,
     is_new_failure,
-    plan_pr_comparison,
     store_correctness,
-    store_pr_comparison,
-    write_session,
 )
 from tewatch.pipeline.history import run_order
+from tewatch.pipeline.pr_comparison import plan_pr_comparison, store_pr_comparison
+from tewatch.pipeline.summary import DetectSummary
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus
+from tewatch.store.database import write_session
 from tewatch.store.models import Commit, Result, Run, Verdict, VerdictStatus
 
 CHUNK = 500

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tewatch.alerts.lifecycle import change_status
+from tewatch.pipeline.summary import DetectSummary
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, Detection
-
-if TYPE_CHECKING:
-    from tewatch.pipeline.detection import DetectSummary
 
 STILL_OPEN = (AlertStatus.open, AlertStatus.acknowledged)
 

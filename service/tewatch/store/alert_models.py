@@ -79,7 +79,7 @@ class Detection(Base):
 
 
 class PrComparison(Base):
-    """One case of a pull request's run against the merge base's runs (tewatch.pipeline.detection.merge_base_runs)."""
+    """One case of a pull request's run against the merge base's runs (tewatch.pipeline.merge_base.merge_base_runs)."""
 
     __tablename__ = "pr_comparisons"
     __table_args__ = (UniqueConstraint("head_run_id", "series_key", "detector_version"),)

@@ -47,7 +47,8 @@ async def run_detection(request: Request, body: DetectIn):
     """Run change-point detection over a branch's whole stored history now; with `runs`, what detection
     after each of those uploads would have done, in one pass (unless detection after upload is off)."""
     from tewatch.pipeline.batch import detect_after_uploads
-    from tewatch.pipeline.detection import DetectSummary, detect_branch
+    from tewatch.pipeline.branch_detection import detect_branch
+    from tewatch.pipeline.summary import DetectSummary
 
     settings = get_settings(request)
     if body.runs is None:

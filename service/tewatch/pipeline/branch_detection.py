@@ -1,0 +1,271 @@
+"""Change points on a branch: every series' history read and its change points computed outside any
+write transaction, then stored (detections, regression alerts, events, withdrawals) a batch of series at a
+time."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from tewatch.alerts.events import EventType, emit
+from tewatch.alerts.lifecycle import open_alert
+from tewatch.detect.changepoint import ChangePoint, detect_change_points
+from tewatch.detect.config import ChangePointConfig
+from tewatch.detect.direction import Direction, direction_of
+from tewatch.detect.environment import environment_shift
+from tewatch.detect.version import DETECTOR_VERSION
+from tewatch.pipeline.history import (
+    History,
+    SeriesInfo,
+    branch_histories,
+)
+from tewatch.pipeline.labels import machine_of, measured_on
+from tewatch.pipeline.summary import WRITE_BATCH, DetectSummary
+from tewatch.pipeline.withdrawal import withdraw
+from tewatch.store.alert_models import AlertKind, Detection
+from tewatch.store.database import write_session
+from tewatch.store.models import (
+    Run,
+)
+
+STALE_ATTEMPTS = 3
+
+
+def _links(public_url: str, info: SeriesInfo) -> dict[str, str]:
+    base = public_url.rstrip("/")
+    links = {"alerts": f"{base}/alerts"}
+    if info.series_id is not None:
+        links["series"] = f"{base}/series/{info.series_id}"
+    return links
+
+
+def _record_change_point(
+    session: Session,
+    history: History,
+    cp: ChangePoint,
+    branch: str,
+    config: ChangePointConfig,
+    public_url: str,
+    summary: DetectSummary,
+    existing: list[Detection],
+) -> None:
+    info, points = history.info, history.points
+    direction = direction_of(cp.effect, info.higher_is_better)
+    shift = environment_shift(
+        [p.environment for p in points], cp.first_possible_index, cp.last_possible_index
+    )
+    position = {p.commit_id: i for i, p in enumerate(points)}
+    fields = {
+        "series_id": info.series_id,
+        "series_key": info.key,
+        "branch": branch,
+        "gpu_model": info.gpu_model,
+        "run_id": points[cp.index].run_id,
+        "commit_id": points[cp.index].commit_id,
+        "before_commit_id": points[cp.before_index].commit_id,
+        "first_possible_commit_id": points[cp.first_possible_index].commit_id,
+        "direction": direction.value,
+        "baseline": cp.baseline,
+        "level_after": cp.level_after,
+        "lower_limit": cp.lower_limit,
+        "upper_limit": cp.upper_limit,
+        "effect": cp.effect,
+        "z": cp.z,
+        "sigma": cp.sigma,
+        "n_before": cp.n_before,
+        "n_after": cp.n_after,
+        "environment_shift": shift is not None,
+        "environment_changes": shift[1] if shift else {},
+        "detector_version": DETECTOR_VERSION,
+        "config": config.as_dict(),
+        "active": True,
+    }
+    slack = config.persistence
+    for stored in existing:
+        at = position.get(stored.commit_id)
+        if (
+            stored.direction == direction.value
+            and at is not None
+            and cp.first_possible_index - slack <= at <= cp.last_possible_index + slack
+        ):
+            for name, value in fields.items():
+                setattr(stored, name, value)
+            existing.remove(stored)
+            return
+    detection = Detection(**fields)
+    session.add(detection)
+    session.flush()
+    summary.change_points += 1
+    summary.environment_shifts += shift is not None
+    if direction is Direction.improvement:
+        summary.new_improvements += 1
+        return
+    summary.new_regressions += 1
+    sha_range = f"{points[cp.first_possible_index].sha[:10]}..{points[cp.last_possible_index].sha[:10]}"
+    prefix = "[environment] " if shift else ""
+    alert, created = open_alert(
+        session,
+        f"regression:{info.key}:{branch}:{detection.id}",
+        AlertKind.regression,
+        f"{prefix}{info.label}{measured_on(info.gpu_model, machine_of(session, points[cp.index].run_id))}: "
+        f"{cp.effect * 100:+.1f} % since {sha_range}",
+        series_id=info.series_id,
+        case_id=info.case_id,
+        detection_id=detection.id,
+        run_id=points[cp.index].run_id,
+        branch=branch,
+        gpu_model=info.gpu_model,
+        effect=cp.effect,
+        details={"environment_changes": fields["environment_changes"], "commit_range": sha_range},
+    )
+    if created:
+        payload = {
+            "alert_id": alert.id,
+            "detection_id": detection.id,
+            "branch": branch,
+            "series": info.label,
+            "series_key": info.key,
+            "series_id": info.series_id,
+            "gpu_model": info.gpu_model,
+            "unit": info.unit,
+            "higher_is_better": info.higher_is_better,
+            "commit": points[cp.index].sha,
+            "last_commit_before": points[cp.before_index].sha,
+            "first_possible_commit": points[cp.first_possible_index].sha,
+            "baseline": cp.baseline,
+            "level_after": cp.level_after,
+            "effect": cp.effect,
+            "lower_limit": cp.lower_limit,
+            "upper_limit": cp.upper_limit,
+            "z": cp.z,
+            "environment_shift": shift is not None,
+            "environment_changes": fields["environment_changes"],
+            "detector_version": DETECTOR_VERSION,
+            "links": _links(public_url, info),
+        }
+        emit(session, EventType.regression_detected, payload)
+        summary.events += 1
+
+
+@dataclass(frozen=True)
+class _Found:
+    history: History
+    change_points: list[ChangePoint]
+
+
+class _Stale(Exception):
+    """A run landed on the branch after its histories were read."""
+
+
+def _branch_state(session: Session, branch: str) -> tuple[int, int | None]:
+    """Changes whenever a run lands on the branch (runs are never deleted)."""
+    count, newest = session.execute(
+        select(func.count(Run.id), func.max(Run.id)).where(Run.branch == branch, Run.pr_number.is_(None))
+    ).one()
+    return count, newest
+
+
+def _stored_detections(session: Session, branch: str, keys: list[str]) -> dict[str, list[Detection]]:
+    stored: dict[str, list[Detection]] = defaultdict(list)
+    for start in range(0, len(keys), 500):
+        query = select(Detection).where(
+            Detection.branch == branch,
+            Detection.active.is_(True),
+            Detection.series_key.in_(keys[start : start + 500]),
+        )
+        for detection in session.scalars(query):
+            stored[detection.series_key].append(detection)
+    return stored
+
+
+def _store_change_points(
+    engine: Engine,
+    found: list[_Found],
+    branch: str,
+    config: ChangePointConfig,
+    public_url: str,
+    summary: DetectSummary,
+    state: tuple[int, int | None] | None,
+) -> None:
+    """Store what the histories showed, WRITE_BATCH series per transaction. With `state`, raises _Stale
+    before a batch once the branch has moved on from it (batches already stored stay: storing is
+    idempotent, the next pass updates them)."""
+    for start in range(0, len(found), WRITE_BATCH):
+        batch = found[start : start + WRITE_BATCH]
+        with write_session(engine) as session:
+            if state is not None and _branch_state(session, branch) != state:
+                raise _Stale
+            stored = _stored_detections(session, branch, [f.history.info.key for f in batch])
+            for item in batch:
+                commits = {p.commit_id for p in item.history.points}
+                existing = stored.get(item.history.info.key, [])
+                for cp in item.change_points:
+                    _record_change_point(
+                        session, item.history, cp, branch, config, public_url, summary, existing
+                    )
+                for gone in existing:
+                    if gone.commit_id in commits:  # later history no longer supports it
+                        withdraw(
+                            session, gone, summary, item.history.points[-1].sha if item.history.points else ""
+                        )
+    summary.series += len(found)
+
+
+def detect_on_branch(
+    engine: Engine,
+    branch: str,
+    public_url: str,
+    config: ChangePointConfig,
+    summary: DetectSummary,
+    series_ids: list[int] | None = None,
+    progress_total: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> None:
+    for attempt in range(STALE_ATTEMPTS):
+        with Session(engine) as session:
+            state = _branch_state(session, branch)
+            histories = branch_histories(session, branch, series_ids)
+        if progress_total and attempt == 0:
+            progress_total(len(histories))
+        found = []
+        for history in histories:
+            found.append(_Found(history, detect_change_points(history.values, config)))
+            if progress and attempt == 0:
+                progress(1)
+        last = attempt == STALE_ATTEMPTS - 1
+        try:
+            _store_change_points(engine, found, branch, config, public_url, summary, None if last else state)
+            return
+        except _Stale:
+            continue
+
+
+def detect_branch(
+    engine: Engine,
+    branch: str,
+    public_url: str,
+    config: ChangePointConfig | None = None,
+    series_ids: list[int] | None = None,
+    progress_total: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> DetectSummary:
+    """Change points in every series of a branch (or of `series_ids`). Histories are read and change
+    points computed outside any write transaction; only storing them holds the write lock, a batch at a
+    time. When a run lands on the branch meanwhile, the pass starts again from the newer history (the
+    last of STALE_ATTEMPTS passes stores regardless)."""
+    summary = DetectSummary()
+    detect_on_branch(
+        engine,
+        branch,
+        public_url,
+        config or ChangePointConfig(),
+        summary,
+        series_ids,
+        progress_total,
+        progress,
+    )
+    return summary

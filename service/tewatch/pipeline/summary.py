@@ -1,0 +1,21 @@
+"""What a detection did (counted as it stores), and how much of it one write transaction stores."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+WRITE_BATCH = 200  # series (or cases) stored per write transaction
+
+
+@dataclass
+class DetectSummary:
+    series: int = 0
+    change_points: int = 0
+    new_regressions: int = 0
+    new_improvements: int = 0
+    environment_shifts: int = 0
+    withdrawn: int = 0
+    correctness_alerts: int = 0
+    resolved_alerts: int = 0
+    comparisons: dict[str, int] = field(default_factory=dict)
+    events: int = 0
