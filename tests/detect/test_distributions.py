@@ -44,7 +44,8 @@ def test_f_quantile(p, dfn, dfd):
 def _rank_test_inputs() -> list[tuple[np.ndarray, np.ndarray]]:
     rng = np.random.default_rng(5)
     pairs = []
-    for n1, n2 in [(1, 1), (3, 5), (8, 8), (8, 30), (9, 9), (12, 40), (30, 30), (60, 7)]:
+    sizes = [(1, 1), (1, 9), (2, 100), (3, 5), (4, 4), (8, 8), (8, 30), (9, 9), (12, 40), (30, 30), (60, 7)]
+    for n1, n2 in sizes:
         for shift in (0.0, 0.3, 3.0):
             x = rng.normal(1.0 + shift, 0.1, n1)
             y = rng.normal(1.0, 0.1, n2)
