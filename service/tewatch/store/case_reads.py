@@ -260,13 +260,19 @@ def case_verdicts(
     every_run: bool = True,
 ) -> list[VerdictRow]:
     """The case's newest (highest run id) `limit` verdicts: of every run, or (`every_run` False) of those
-    under the branch filter (branch_clause); of any status or of `statuses`."""
-    statement = _VERDICT_ROW.where(Verdict.case_id == case_id)
+    under the branch filter (branch_clause); of any status or of `statuses`. The runs are chosen on the
+    (case, run, status) index alone: a case that rarely fails would otherwise have every verdict row read
+    to find none."""
+    chosen = select(Verdict.run_id).where(Verdict.case_id == case_id)
     if statuses is not None:
-        statement = statement.where(Verdict.status.in_(statuses))
+        chosen = chosen.where(Verdict.status.in_(statuses))
     if not every_run:
-        statement = statement.where(branch_clause(branch))
-    return [_verdict_row(v) for v in conn.execute(statement.order_by(Verdict.run_id.desc()).limit(limit))]
+        chosen = chosen.join(Run, Run.id == Verdict.run_id).where(branch_clause(branch))
+    run_ids = list(conn.scalars(chosen.order_by(Verdict.run_id.desc()).limit(limit)))
+    if not run_ids:
+        return []
+    statement = _VERDICT_ROW.where(Verdict.case_id == case_id, Verdict.run_id.in_(run_ids))
+    return [_verdict_row(v) for v in conn.execute(statement.order_by(Verdict.run_id.desc()))]
 
 
 SECONDARY_TIMES = {"kernel_seconds": 0.5, "host_overhead_seconds": 2.0}  # case-record metrics in seconds
