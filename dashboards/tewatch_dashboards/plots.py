@@ -137,11 +137,16 @@ def draw_series(
                 label="failed verdict, no result" if timed else "failed verdict (no result)",
             )
     elif chart.buckets:
-        bx = [b.x for b in chart.buckets if b.median is not None]
+        drawn = [
+            (b.x, b.low, b.median, b.high)
+            for b in chart.buckets
+            if b.low is not None and b.median is not None and b.high is not None
+        ]  # a bucket of failed results alone has none of them
+        bx = [x for x, _, _, _ in drawn]
         ax.fill_between(
             bx,
-            [b.low * scale for b in chart.buckets if b.median is not None],
-            [b.high * scale for b in chart.buckets if b.median is not None],
+            [low * scale for _, low, _, _ in drawn],
+            [high * scale for _, _, _, high in drawn],
             color=COLOURS["sample"],
             alpha=0.35,
             linewidth=0,
@@ -149,7 +154,7 @@ def draw_series(
         )
         ax.plot(
             bx,
-            [b.median * scale for b in chart.buckets if b.median is not None],
+            [median * scale for _, _, median, _ in drawn],
             color=COLOURS["median"],
             linewidth=1.1,
             label="median",

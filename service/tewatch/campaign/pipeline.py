@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
@@ -28,6 +29,8 @@ from tewatch.store.tokens import create_token
 PAGES = {"overview": "/", "matrix": "/matrix", "alerts": "/alerts", "runs": "/runs", "machines": "/machines"}
 EVENTS = ["regression.detected", "correctness.failed", "pr.report"]
 PR_REPORT_WAIT_S = 180.0
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -87,7 +90,7 @@ class Campaign:
         self.database_url = opts.database_url or f"sqlite:///{(opts.out / 'campaign.sqlite3').resolve()}"
         self.arm_commits: dict[str, str] = {}  # commit -> arm, for the arms filed under commits of their own
 
-    def _timed(self, name: str, step: Callable[[], object]) -> object:
+    def _timed(self, name: str, step: Callable[[], T]) -> T:
         started = time.monotonic()
         self.say(f"{name} ...")
         value = step()

@@ -91,8 +91,8 @@ def store_plan(conn: Connection, plan: RunPlan) -> StoredRun:
     }
     statement = insert_ignoring_conflicts(conn, Run.__table__, [run_row], ("digest",)).returning(Run.id)
     run_id = conn.execute(statement, run_row).scalar()
-    if run_id is None:
-        raise AlreadyStored(existing_run(conn, plan.digest)[0])
+    if run_id is None:  # the insert met a run of the same digest, stored since the check above
+        raise AlreadyStored(_stored_run_id(conn, plan.digest))
     pause_point("after-run", run_id)
     # in series (case) order: the rows reach the (series, run) and (case, run) indexes in key order, leaf
     # page after leaf page, instead of at random
@@ -118,6 +118,13 @@ def store_plan(conn: Connection, plan: RunPlan) -> StoredRun:
     )
     pause_point("before-commit", run_id)
     return StoredRun(run_id, True, plan.digest, summary)
+
+
+def _stored_run_id(conn: Connection, digest: str) -> int:
+    found = existing_run(conn, digest)
+    if found is None:
+        raise RuntimeError(f"no run of digest {digest} after the insert conflicted on it")
+    return found[0]
 
 
 def _one_id(conn: Connection, table, row: dict, keys: tuple[str, ...]) -> int:

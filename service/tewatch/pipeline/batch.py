@@ -70,7 +70,7 @@ def detect_after_uploads(
                     by_branch[run.branch].append(run.id)
         for run_id in pr_runs:
             with Session(engine) as session:
-                run = session.get(Run, run_id)
+                run = session.get_one(Run, run_id)
                 changes = correctness_changes(session, run, public_url)
                 plan = plan_pr_comparison(
                     session, run, changes.rows, public_url, compare_config or CompareConfig()
@@ -154,7 +154,7 @@ def replay_correctness(
             fixed = {c for c, s in verdicts if s == VerdictStatus.passed and c in alerted}
             if failing or fixed:
                 replayed.append(
-                    correctness_changes(session, session.get(Run, run_id), public_url, before=before)
+                    correctness_changes(session, session.get_one(Run, run_id), public_url, before=before)
                 )
                 alerted = (alerted | failing) - fixed
         latest.update(verdicts)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
+from typing import cast
 
 import numpy as np
 from sqlalchemy import CompoundSelect, bindparam, func, select, union_all
@@ -152,7 +153,9 @@ def branch_histories(
         if with_ratios:
             s = info[series_id]
             per_run[run_id].append(
-                Measured(benchmark=f"{s.benchmark}@{s.gpu_model}", params=s.params, value=value)
+                Measured(
+                    benchmark=f"{s.benchmark}@{s.gpu_model}", params=s.params, value=cast(float, value)
+                )  # the query reads non-null values only
             )
     histories = []
     for series_id, commits in by_series_commit.items():

@@ -37,7 +37,7 @@ def insert_rows(
 
 
 def _processors(conn: Connection, table: Table, columns: Sequence[str]) -> list[tuple[int, Processor]]:
-    found = []
+    found: list[tuple[int, Callable[[Any], Any]]] = []
     for index, name in enumerate(columns):
         column_type = table.c[name].type
         if isinstance(column_type, JSON):
@@ -59,9 +59,10 @@ def bound_rows(
     processors = _processors(conn, table, columns)
     if not processors or not rows:
         return rows
-    by_column: list[Iterable[Any]] = list(zip(*rows, strict=True))
+    as_stored: list[Sequence[Any]] = list(zip(*rows, strict=True))
+    by_column: list[Iterable[Any]] = list(as_stored)
     for index, processor in processors:
-        by_column[index] = _apply(processor, by_column[index])
+        by_column[index] = _apply(processor, as_stored[index])
     return list(zip(*by_column, strict=True))
 
 
@@ -96,6 +97,8 @@ def _copy(conn: Connection, table: Table, columns: Sequence[str], rows: list[Seq
     oids = [TEXT_OID if type_oids[c] == JSON_OID else type_oids[c] for c in columns]
     target = f"{table_name} ({', '.join(preparer.quote(c) for c in columns)})"
     driver_connection = conn.connection.driver_connection
+    if driver_connection is None:
+        raise RuntimeError("COPY needs the connection's open psycopg connection")
     with (
         driver_connection.cursor() as cursor,
         cursor.copy(f"COPY {target} FROM STDIN (FORMAT BINARY)") as copy,

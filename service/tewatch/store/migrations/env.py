@@ -41,7 +41,10 @@ def run_migrations_online() -> None:
     if connection is not None:
         _run(connection)
         return
-    engine = make_engine(config.get_main_option("sqlalchemy.url"), poolclass=pool.NullPool)
+    url = config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("alembic: no connection given and no sqlalchemy.url configured")
+    engine = make_engine(url, poolclass=pool.NullPool)
     with engine.connect() as connection:
         _run(connection)
     engine.dispose()
