@@ -63,7 +63,7 @@ def test_a_hung_collective_is_a_timeout_and_every_process_of_the_ranks_is_gone(t
     assert [r.status for r in outcome.ranks] == ["killed", "killed"]
     assert "still running after the 30 s deadline" in outcome.message
     child = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # a cap: the loop ends as soon as the child is gone
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(child), "the hung rank's own child process outlived it"
