@@ -35,7 +35,14 @@ from numpy.typing import ArrayLike
 
 from tewatch.detect.config import CompareConfig
 from tewatch.detect.direction import Direction, direction_of
-from tewatch.detect.distributions import f_quantile, mad_sigma, normal_quantile, t_quantile, t_two_sided_p
+from tewatch.detect.distributions import (
+    MAD_PER_SIGMA,
+    f_quantile,
+    mad_sigma,
+    normal_quantile,
+    t_quantile,
+    t_two_sided_p,
+)
 from tewatch.detect.fdr import benjamini_hochberg
 from tewatch.detect.modes import sample_modes
 from tewatch.detect.rank_test import mann_whitney_p
@@ -319,7 +326,7 @@ def family_between_run_sigmas(
     for family, values in changes.items():
         if len(values) >= config.min_family_cases:
             about_median = mad_sigma(values)
-            about_zero = float(np.median(np.abs(values)) * normal_quantile(0.75) ** -1)
+            about_zero = float(np.median(np.abs(values))) / MAD_PER_SIGMA
             spread = min(about_median, about_zero) / np.sqrt(2.0)
             # Student's t on at least min_family_dof: five cases alone give a median absolute deviation
             # of 1.5 degrees of freedom, and t on 1.5 widens an interval sevenfold
