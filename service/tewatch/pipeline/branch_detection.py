@@ -18,19 +18,13 @@ from tewatch.detect.config import ChangePointConfig
 from tewatch.detect.direction import Direction, direction_of
 from tewatch.detect.environment import environment_shift
 from tewatch.detect.version import DETECTOR_VERSION
-from tewatch.pipeline.history import (
-    History,
-    SeriesInfo,
-    branch_histories,
-)
+from tewatch.pipeline.history import History, SeriesInfo, branch_histories
 from tewatch.pipeline.labels import machine_of, measured_on
 from tewatch.pipeline.summary import WRITE_BATCH, DetectSummary
 from tewatch.pipeline.withdrawal import withdraw
 from tewatch.store.alert_models import AlertKind, Detection
 from tewatch.store.database import write_session
-from tewatch.store.models import (
-    Run,
-)
+from tewatch.store.models import Run
 
 STALE_ATTEMPTS = 3
 

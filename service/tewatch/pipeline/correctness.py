@@ -18,13 +18,7 @@ from tewatch.pipeline.merge_base import merge_base_runs
 from tewatch.pipeline.summary import WRITE_BATCH, DetectSummary
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus
 from tewatch.store.database import write_session
-from tewatch.store.models import (
-    Case,
-    Commit,
-    Run,
-    Verdict,
-    VerdictStatus,
-)
+from tewatch.store.models import Case, Commit, Run, Verdict, VerdictStatus
 from tewatch.store.run_reads import run_verdicts, verdicts_in_runs
 from tewatch.store.table_rows import CaseFacts, VerdictFacts
 

@@ -13,10 +13,7 @@ from tewatch.pipeline.correctness import correctness_changes, store_correctness
 from tewatch.pipeline.pr_comparison import PrComparisonPlan, plan_pr_comparison, store_pr_comparison
 from tewatch.pipeline.summary import DetectSummary
 from tewatch.store.database import write_session
-from tewatch.store.models import (
-    Result,
-    Run,
-)
+from tewatch.store.models import Result, Run
 
 
 def detect_after_upload(

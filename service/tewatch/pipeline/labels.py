@@ -6,13 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tewatch.ingest.plan import UNKNOWN_GPU
-from tewatch.store.models import (
-    Case,
-    Machine,
-    Run,
-    Verdict,
-    VerdictStatus,
-)
+from tewatch.store.models import Case, Machine, Run, Verdict, VerdictStatus
 from tewatch.store.table_rows import CaseFacts, VerdictFacts
 
 

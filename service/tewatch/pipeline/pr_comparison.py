@@ -26,20 +26,12 @@ from tewatch.detect.compare import (
 from tewatch.detect.config import ChangePointConfig, CompareConfig
 from tewatch.detect.version import DETECTOR_VERSION
 from tewatch.pipeline.correctness import FixedCase, fixed_cases, fixed_payload
-from tewatch.pipeline.history import (
-    SeriesInfo,
-    latest_values,
-    series_infos,
-)
+from tewatch.pipeline.history import SeriesInfo, latest_values, series_infos
 from tewatch.pipeline.labels import case_label, machine_of, measured_on, verdict_detail
 from tewatch.pipeline.merge_base import merge_base_runs
 from tewatch.pipeline.summary import DetectSummary
 from tewatch.store.alert_models import AlertKind, PrComparison
-from tewatch.store.models import (
-    Result,
-    ResultStatus,
-    Run,
-)
+from tewatch.store.models import Result, ResultStatus, Run
 
 HISTORY_FOR_NOISE = 60
 

@@ -37,7 +37,7 @@ def insert_rows(
 
 
 def _processors(conn: Connection, table: Table, columns: Sequence[str]) -> list[tuple[int, Processor]]:
-    found: list[tuple[int, Callable[[Any], Any]]] = []
+    found: list[tuple[int, Processor]] = []
     for index, name in enumerate(columns):
         column_type = table.c[name].type
         if isinstance(column_type, JSON):
