@@ -20,9 +20,9 @@ from tewatch.alerts.events import EventType, event_body
 from tewatch.core.settings import Settings
 from tewatch.github.comment import MARKER, comment_body, sections
 from tewatch.github.report import parse_report
-from tewatch.pipeline.service_hooks import outbox_worker, sync_github
 from tewatch.store.alert_models import DeliveryStatus, WebhookAttempt, WebhookDelivery
 from tewatch.store.database import make_engine
+from tewatch.worker.outbox import outbox_worker, sync_github
 
 TOKEN = "ghp_" + "x" * 36
 HEAD, NEXT_HEAD = "1" * 40, "2" * 40

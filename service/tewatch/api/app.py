@@ -7,12 +7,12 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from tewatch import __version__
+from tewatch.api.background import delivery_worker
 from tewatch.api.errors import RefuseNul, install_error_handlers
 from tewatch.api.metrics import MetricsMiddleware, ServiceMetrics
 from tewatch.api.openapi_doc import install_openapi
 from tewatch.api.routes import ROUTERS
 from tewatch.core.settings import Settings
-from tewatch.pipeline.service_hooks import delivery_worker
 from tewatch.store.database import make_engine
 
 

@@ -104,7 +104,7 @@ def deliver(
     are sent where TEWATCH_GITHUB_* configure the integration, and wait otherwise."""
     import time
 
-    from tewatch.pipeline.service_hooks import outbox_worker
+    from tewatch.worker.outbox import outbox_worker
 
     settings = settings_for(db)
     worker = outbox_worker(_engine(db), settings)

@@ -6,12 +6,12 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.concurrency import run_in_threadpool
 
+from tewatch.api.background import detect_after_upload_task
 from tewatch.api.schemas import BUSY, ErrorAnswer, Responses, UploadAnswer
 from tewatch.api.upload_body import bundle_from_form, parse_form, read_limited_body
 from tewatch.ingest.bounds import UploadBounds
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.service import ingest_bundle
-from tewatch.pipeline.service_hooks import detect_after_upload_task
 from tewatch.store.contention import busy_reason
 from tewatch.web.deps import get_engine, get_settings, require_token
 

@@ -1,18 +1,12 @@
-"""How the service runs detection and delivery: the worker in the app lifespan, detection after uploads."""
+"""The outbox worker assembled from the settings: its delivery policy, and the GitHub publisher and
+subscription where TEWATCH_GITHUB_* configure them."""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-from fastapi import FastAPI
 from sqlalchemy import Engine
 
 from tewatch.alerts.delivery import DeliveryPolicy, OutboxWorker
 from tewatch.core.settings import Settings
-
-log = logging.getLogger(__name__)
 
 
 def delivery_policy(settings: Settings) -> DeliveryPolicy:
@@ -50,36 +44,3 @@ def sync_github(engine: Engine, settings: Settings) -> None:
 
     with write_session(engine) as session:
         sync_github_subscription(session, github_config(settings))
-
-
-@contextmanager
-def delivery_worker(app: FastAPI) -> Iterator[None]:
-    """Deliver webhooks from a background thread for as long as the app runs (if settings allow)."""
-    settings: Settings = app.state.settings
-    worker = None
-    sync_github(app.state.engine, settings)
-    if settings.webhook_worker:
-        worker = outbox_worker(app.state.engine, settings)
-        worker.start()
-    app.state.webhook_worker = worker
-    try:
-        yield
-    finally:
-        if worker is not None:
-            worker.stop()
-
-
-def detect_after_upload_task(app: FastAPI, run_id: int) -> None:
-    """Background task after a stored upload: detection, then wake the delivery worker."""
-    from tewatch.pipeline.detection import detect_after_upload
-
-    settings: Settings = app.state.settings
-    engine: Engine = app.state.engine
-    try:
-        summary = detect_after_upload(engine, run_id, settings.public_url)
-    except Exception:
-        log.exception("detection after upload of run %d failed; `tewatch detect` will pick it up", run_id)
-        return
-    worker = getattr(app.state, "webhook_worker", None)
-    if worker is not None and summary.events:
-        worker.wake()
