@@ -20,6 +20,8 @@ from tests.uploads import parts_of, post_run, tiny_run
 
 PR = 77
 FIXING_PR = 78
+BASELESS_PR = 79
+UNMEASURED_BASE = "0bad" + "0" * 36  # a merge base no run was uploaded for
 FIX_SHA = "f1xed" + "0" * 35
 MERGED_SHA = "3e7ed" + "0" * 35  # the fix on main
 KNOWN_EXCEPTION = "FailsOnTheBaseToo"
@@ -31,6 +33,9 @@ MARKUP = '<b id="tewatch-markup">bold</b>'  # in the base's failure message: sho
 class PrSite:
     server: LiveServer
     known_failures: int  # failing verdicts of the base run (case records and failed benchmarks), all failing on the head too
+    base_run_id: int
+    head_sha: str
+    base_sha: str
 
 
 def _with_commit(parts: dict, commit: str) -> dict:
@@ -97,7 +102,12 @@ def pr_site(tmp_path_factory) -> Iterator[PrSite]:
             fixing = _with_commit(parts_of(tiny_run()), FIX_SHA)
             answer = post_run(client, fixing, pr_number=str(FIXING_PR), merge_base_sha=base_sha, branch="fix")
             assert answer.status_code == 201, answer.text
-        yield PrSite(server, _failing_verdicts(db_url, base_run_id))
+            baseless = _with_commit(parts_of(tiny_run()), "be11" + "0" * 36)
+            answer = post_run(
+                client, baseless, pr_number=str(BASELESS_PR), merge_base_sha=UNMEASURED_BASE, branch="lone"
+            )
+            assert answer.status_code == 201, answer.text
+        yield PrSite(server, _failing_verdicts(db_url, base_run_id), base_run_id, head_sha, base_sha)
 
 
 def _report_alerts(site: PrSite) -> list[dict]:
@@ -131,6 +141,16 @@ def test_pr_page_counts_only_new_failures_and_lists_known_ones_apart(pr_site, pa
     assert any(KNOWN_EXCEPTION in r.inner_text() for r in known_rows)
     assert all(r.get_attribute("data-base-status") not in ("", "pass") for r in known_rows)
     assert NEW_EXCEPTION not in page.inner_text("#pr-known-failures")
+
+    # it leads with what the pull request changed, then the failures the base has too
+    html = page.content()
+    assert (
+        html.index('id="pr-failures"') < html.index('id="pr-known-failures"') < html.index('id="pr-verdicts"')
+    )
+    head = page.inner_text("#pr-head")
+    assert pr_site.head_sha[:10] in head and pr_site.base_sha[:10] in head and "one run per side" in head
+    assert page.query_selector("#pr-no-base-runs") is None
+    assert page.query_selector(f"#pr-base-runs a[href='/runs/{pr_site.base_run_id}']") is not None
 
     # the same split as the report's: detection opened exactly one correctness alert, for the new failure
     alerts = _report_alerts(pr_site)
@@ -230,3 +250,18 @@ def test_a_fix_uploaded_on_main_resolves_the_alert_with_its_commit(pr_site):
         history = client.get(f"/api/v1/alerts/{opened['id']}").json()["status_changes"]
     assert [c["to_status"] for c in history] == ["open", "resolved"]
     assert MERGED_SHA in history[-1]["note"] and history[-1]["actor"] == "detector"
+
+
+def test_a_merge_base_without_runs_is_said_on_the_page_and_in_the_report(pr_site, page):
+    response = page.goto(f"{pr_site.server.url}/pr/{BASELESS_PR}")
+    assert response is not None and response.status == 200
+    screenshot(page, "pull-request-base-without-runs")
+    note = page.inner_text("#pr-no-base-runs")
+    assert UNMEASURED_BASE[:10] in note and "has no runs on machine" in note and "tewatch run --ab" in note
+    assert "No run of the merge base" in page.inner_text("#pr-base-runs")
+    assert not page.problems, page.problems
+
+    report = _poll(lambda: _pr_report(pr_site.server.db_url, BASELESS_PR))
+    assert report is not None and report["base_run_ids"] == [] and report["base_sha"] == UNMEASURED_BASE
+    assert f"The merge base `{UNMEASURED_BASE[:12]}` has no runs on machine" in report["markdown"]
+    assert set(report["case_counts"]) <= {"inconclusive"}

@@ -5,9 +5,23 @@ from pathlib import Path
 
 import pytest
 
-from tewatch.alerts.markdown import CorrectnessRow, FixedRow, PrReport, TimingRow, render_pr_report
+from tewatch.alerts.markdown import render_pr_report
+from tewatch.findings.pr_report import CaseFailure, CaseFixed, PrReport, TimingChange
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def timing(benchmark, unit, baseline, head, effect, ci_low, ci_high, series_id) -> TimingChange:
+    return TimingChange(
+        benchmark=benchmark,
+        unit=unit,
+        baseline=baseline,
+        head=head,
+        effect=effect,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        series_id=series_id,
+    )
 
 
 def report(**overrides) -> PrReport:
@@ -17,21 +31,23 @@ def report(**overrides) -> PrReport:
         "base_sha": "b" * 40,
         "gpu_model": "NVIDIA B200",
         "public_url": "https://tewatch.example/",
+        "run_id": 2,
+        "base_run_ids": [1],
         "min_effect": 0.03,
         "alpha": 0.05,
         "detector_version": "tewatch-detect/1.0",
         "counts": {"regression": 2, "improvement": 1, "unchanged": 40, "inconclusive": 3},
         "correctness": [
-            CorrectnessRow(
-                "linear.LinearFwdBwd(mode=default, rank=3, recipe=nvfp4)",
-                "pass",
-                "error",
-                "compiled_vs_eager: RuntimeError: shape '[2, 2, 1024]' is invalid for input | <script>alert(1)</script>",
-                7,
+            CaseFailure(
+                case="linear.LinearFwdBwd(mode=default, rank=3, recipe=nvfp4)",
+                previous="pass",
+                status="error",
+                detail="compiled_vs_eager: RuntimeError: shape '[2, 2, 1024]' is invalid for input | <script>alert(1)</script>",
+                case_id=7,
             )
         ],
         "regressions": [
-            TimingRow(
+            timing(
                 "quantize.Quantize.time(recipe=nvfp4, rht=True, shape=8192x8192)",
                 "seconds",
                 1.52e-4,
@@ -41,7 +57,7 @@ def report(**overrides) -> PrReport:
                 0.16,
                 11,
             ),
-            TimingRow(
+            timing(
                 "gemm.Gemm.tflops(recipe=nvfp4, shape=8192x8192x5120)",
                 "TFLOP/s",
                 1800.0,
@@ -53,7 +69,7 @@ def report(**overrides) -> PrReport:
             ),
         ],
         "improvements": [
-            TimingRow("rht.Rht.time(shape=8192x8192)", "seconds", 2.0e-3, 1.8e-3, -0.1, -0.12, -0.08, None)
+            timing("rht.Rht.time(shape=8192x8192)", "seconds", 2.0e-3, 1.8e-3, -0.1, -0.12, -0.08, None)
         ],
     }
     fields.update(overrides)
@@ -61,19 +77,18 @@ def report(**overrides) -> PrReport:
 
 
 FIXED = [
-    FixedRow(
-        f"contracts.ShapeContract(rank={rank}, recipe=nvfp4, shape={shape})",
-        "error",
-        f"shape_contract: ValueError: nvfp4 needs the last two dims divisible by 16, got {shape} | <b>x</b>",
-        20 + i,
+    CaseFixed(
+        case=f"contracts.ShapeContract(rank={rank}, recipe=nvfp4, shape={shape})",
+        previous="error",
+        previous_detail=f"shape_contract: ValueError: nvfp4 needs the last two dims divisible by 16, got {shape} | <b>x</b>",
+        case_id=20 + i,
     )
     for i, (rank, shape) in enumerate([(3, "2x3x1024"), (3, "4x7x256"), (4, "2x2x3x1024")])
 ] + [
-    FixedRow(
-        "linear.Linear(recipe=nvfp4)",
-        "fail_accuracy",
-        "compiled_vs_eager: max_abs_err = 0.5 > tolerance 0.01",
-        None,
+    CaseFixed(
+        case="linear.Linear(recipe=nvfp4)",
+        previous="fail_accuracy",
+        previous_detail="compiled_vs_eager: max_abs_err = 0.5 > tolerance 0.01",
     )
 ]
 
@@ -92,6 +107,17 @@ FIXED = [
             },
         ),
         ("pr_report_fixed", {"fixed": FIXED}),
+        (
+            "pr_report_no_base_runs",
+            {
+                "correctness": [],
+                "regressions": [],
+                "improvements": [],
+                "base_run_ids": [],
+                "machine": "h200-runner-1",
+                "counts": {"inconclusive": 66},
+            },
+        ),
         (
             "pr_report_only_fixed",
             {

@@ -5,7 +5,8 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from tewatch.alerts.events import EventType, emit
-from tewatch.alerts.markdown import CorrectnessRow, PrReport, TimingRow, render_pr_report
+from tewatch.findings.pr_report import CaseFailure, PrReport, TimingChange
+from tewatch.pipeline.pr_comparison import pr_report_event
 
 PUBLIC_URL = "http://tewatch.example"
 
@@ -21,42 +22,38 @@ def report_payload(
 ) -> dict:
     report = PrReport(
         pr_number=pr,
+        repo=repo,
         head_sha=head,
         base_sha="b" * 40,
         gpu_model=gpu,
+        run_id=1,
+        base_run_ids=[1],
         public_url=PUBLIC_URL,
         correctness=[
-            CorrectnessRow(
-                f"contracts.ShapeContract(quantizer=fp8-current, rank={3 + n})",
-                "pass",
-                "error",
-                "ShapeContractMismatch: columnwise 2-D, predicted 3-D",
+            CaseFailure(
+                case=f"contracts.ShapeContract(quantizer=fp8-current, rank={3 + n})",
+                previous="pass",
+                status="error",
+                detail="ShapeContractMismatch: columnwise 2-D, predicted 3-D",
             )
             for n in range(failures)
         ],
         regressions=[
-            TimingRow(f"quantize.Quantize.track_seconds(n={n})", "seconds", 1e-4, 2e-4, 1.0, 0.9, 1.1)
+            TimingChange(
+                benchmark=f"quantize.Quantize.track_seconds(n={n})",
+                unit="seconds",
+                baseline=1e-4,
+                head=2e-4,
+                effect=1.0,
+                ci_low=0.9,
+                ci_high=1.1,
+            )
             for n in range(regressions)
         ],
         case_counts={"regression": regressions, "improvement": improvements, "unchanged": 40},
+        detector_version="test",
     )
-    return {
-        "pr_number": pr,
-        "repo": repo,
-        "head_sha": head,
-        "base_sha": "b" * 40,
-        "gpu_model": gpu,
-        "run_id": 1,
-        "base_run_ids": [],
-        "counts": {},
-        "case_counts": report.case_counts,
-        "rounds": None,
-        "correctness_failures": failures,
-        "markdown": render_pr_report(report),
-        "detector_version": "test",
-        "links": {"pr": f"{PUBLIC_URL}/pr/{pr}", "alerts": f"{PUBLIC_URL}/alerts"},
-        "fixed": [],
-    }
+    return pr_report_event(report)
 
 
 def emit_report(session: Session, pr: int, head: str, **counts) -> str:

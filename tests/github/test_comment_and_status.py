@@ -74,5 +74,5 @@ def test_the_status_fails_on_a_new_correctness_failure_or_regression(counts, sta
 
 
 def test_a_body_that_is_not_a_pr_report_is_refused():
-    with pytest.raises(ReportError, match=r"not a pr.report event: KeyError"):
+    with pytest.raises(ReportError, match=r"not a pr.report event: data\.pr_number: Field required"):
         parse_report(json.dumps({"id": "x", "created_at": "2026-12-01T10:00:00+00:00", "data": {"n": 1}}))

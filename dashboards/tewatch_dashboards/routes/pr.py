@@ -8,12 +8,13 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
+from tewatch.findings.pr_report import SECTIONS
 from tewatch.store.limits import INT32_MAX
 from tewatch.web.params import PathInt
 from tewatch_dashboards.deps import get_session
 from tewatch_dashboards.routes.common import error_page, render, whole_number
 from tewatch_dashboards.security import SecureHeadersRoute
-from tewatch_dashboards.views.pr import PR_SORTS, pr_failures, pr_verdicts
+from tewatch_dashboards.views.pr import PR_SORTS, base_runs, pr_reports, pr_verdicts
 from tewatch_dashboards.views.runs import pr_runs
 
 router = APIRouter(route_class=SecureHeadersRoute)
@@ -45,6 +46,7 @@ def pr_page(
     counts: dict[str, int] = {}
     for v in verdicts:
         counts[v.comparison.verdict] = counts.get(v.comparison.verdict, 0) + 1
+    reports = pr_reports(session, runs)
     return render(
         request,
         "pr.html",
@@ -55,5 +57,7 @@ def pr_page(
         verdicts=verdicts,
         counts=counts,
         sort=sort,
-        failures=pr_failures(session, [r.run.id for r in runs]),
+        reports=reports,
+        sections=SECTIONS,
+        base_runs=base_runs(session.connection(), reports),
     )

@@ -1,18 +1,20 @@
-"""`/pr/{number}`: a pull request's performance verdicts, its failures against the merge base, its runs."""
+"""`/pr/{number}`: a pull request's reports (what each head run changed against the merge base, then its
+known failures), every series' verdict, and the head and base runs."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
-from tewatch.pipeline.correctness import FAILING as REPORT_FAILING
-from tewatch.pipeline.correctness import FixedCase, fixed_cases, is_new_failure, previous_verdicts
+from tewatch.findings.pr_report import PrReport
+from tewatch.pipeline.pr_report import stored_pr_report
 from tewatch.store.detection_reads import pr_verdicts as stored_pr_verdicts
 from tewatch.store.models import Run
-from tewatch.store.run_reads import run_verdicts
-from tewatch.store.table_rows import CaseFacts, PrComparisonFacts, VerdictFacts
+from tewatch.store.run_reads import RunRow, run_row, with_counts
+from tewatch.store.table_rows import PrComparisonFacts
 
 
 @dataclass
@@ -62,36 +64,15 @@ def pr_verdicts(session: Session, number: int, sort: str = "verdict") -> list[Pr
     return out
 
 
-@dataclass(frozen=True)
-class PrFailure:
-    case: CaseFacts
-    verdict: VerdictFacts
-    base_status: str  # the case's verdict on the merge base, "" when the base has no such case
+def pr_reports(session: Session, runs: Sequence[RunRow]) -> list[PrReport]:
+    """The report of each machine's newest head run (`runs` newest first), as detection made it."""
+    newest: dict[int, RunRow] = {}
+    for row in runs:
+        newest.setdefault(row.machine.id, row)
+    return [stored_pr_report(session, session.get_one(Run, row.run.id)) for row in newest.values()]
 
 
-@dataclass
-class PrFailures:
-    """A pull request's failing verdicts, split the way its `pr.report` splits them: `new` are the report's
-    correctness failures, `known` failed (or at least did not pass) on the merge base already; and `fixed`,
-    the report's cases fixed by the pull request (failing on the merge base, passing on the head)."""
-
-    new: list[PrFailure] = field(default_factory=list)
-    known: list[PrFailure] = field(default_factory=list)
-    fixed: list[FixedCase] = field(default_factory=list)
-
-
-def pr_failures(session: Session, run_ids: Sequence[int]) -> PrFailures:
-    """Failing verdicts of a pull request's head runs, each against its merge base as detection sees it
-    (the report's `previous_verdicts` and `FAILING`), and the cases each run fixes (`fixed_cases`)."""
-    out = PrFailures()
-    for run_id in run_ids:
-        run = session.get(Run, run_id)
-        if run is None:
-            continue
-        before = previous_verdicts(session, run)
-        out.fixed += fixed_cases(session, run, before)
-        for found in run_verdicts(session.connection(), run_id, REPORT_FAILING):
-            previous = before.get(found.case.id)
-            failure = PrFailure(found.case, found.verdict, previous.value if previous else "")
-            (out.new if is_new_failure(found.verdict.status, previous) else out.known).append(failure)
-    return out
+def base_runs(conn: Connection, reports: Sequence[PrReport]) -> list[RunRow]:
+    """The merge base's runs the reports compare against, newest first."""
+    ids = sorted({run_id for report in reports for run_id in report.base_run_ids}, reverse=True)
+    return with_counts(conn, [row for row in (run_row(conn, i) for i in ids) if row is not None])

@@ -1,6 +1,6 @@
-"""The `pr.report` Markdown body, ready to post as a PR comment: correctness first, then the cases the PR
-fixes (failing on the merge base, passing on the head), then the largest regressions with effect and
-interval, then improvements, with links to the dashboard.
+"""The `pr.report` Markdown body, ready to post as a PR comment: the report's sections of what the pull
+request changed, in their order (tewatch.findings.pr_report.SECTIONS: correctness first, then the cases
+it fixes, the largest regressions with effect and interval, improvements), with links to the dashboard.
 
 Everything in it that came from an upload (benchmark names, params, error text from PR code) is escaped
 so it cannot break the table or inject HTML.
@@ -8,61 +8,11 @@ so it cannot break the table or inject HTML.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from tewatch.findings.pr_report import SECTIONS, PrReport
+from tewatch.findings.table import Cell, Section
 
 MAX_ROWS = 10
 MESSAGE_CHARS = 160
-
-
-@dataclass(frozen=True)
-class CorrectnessRow:
-    case: str
-    previous: str  # "pass", or "" when the base has no such case
-    status: str
-    detail: str
-    case_id: int | None = None
-
-
-@dataclass(frozen=True)
-class FixedRow:
-    """A case failing on the merge base and passing on the head."""
-
-    case: str
-    previous: str  # its failing status on the merge base: fail_accuracy, error, timeout or oom
-    detail: str  # what it failed with there
-    case_id: int | None = None
-
-
-@dataclass(frozen=True)
-class TimingRow:
-    benchmark: str
-    unit: str
-    baseline: float
-    head: float
-    effect: float
-    ci_low: float
-    ci_high: float
-    series_id: int | None = None
-
-
-@dataclass
-class PrReport:
-    pr_number: int
-    head_sha: str
-    base_sha: str
-    gpu_model: str
-    public_url: str
-    correctness: list[CorrectnessRow] = field(default_factory=list)
-    fixed: list[FixedRow] = field(default_factory=list)
-    regressions: list[TimingRow] = field(default_factory=list)
-    improvements: list[TimingRow] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)  # verdict -> number of comparisons
-    # verdict -> cases (a case's timings: any significant one decides, else its steadier one)
-    case_counts: dict[str, int] = field(default_factory=dict)
-    rounds: int | None = None  # A/B rounds paired, where the runs were measured so
-    min_effect: float = 0.03
-    alpha: float = 0.05
-    detector_version: str = ""
 
 
 def escape_cell(text: str) -> str:
@@ -109,31 +59,48 @@ def _short(text: str) -> str:
     return text[: MESSAGE_CHARS - 1] + "…" if len(text) > MESSAGE_CHARS else text
 
 
-def _fixed_table(rows: list[FixedRow], base_url: str) -> list[str]:
-    lines = ["| case | base | head | it failed with |", "|---|---|---|---|"]
-    for row in rows[:MAX_ROWS]:
-        name = code(row.case)
-        if row.case_id is not None:
-            name = f"[{name}]({base_url}/case/{row.case_id})"
-        lines.append(f"| {name} | {escape_cell(row.previous)} | **pass** | {_short(row.detail)} |")
-    if len(rows) > MAX_ROWS:
-        lines.append(f"| … and {len(rows) - MAX_ROWS} more | | | |")
-    return lines
+def _cell(cell: Cell, base_url: str) -> str:
+    numbers = [n for n in cell.numbers if n is not None]
+    if len(numbers) < len(cell.numbers):
+        return "—"
+    match cell.kind:
+        case "case":
+            name = code(cell.text)
+            return f"[{name}]({base_url}{cell.link})" if cell.link else name
+        case "previous":
+            return escape_cell(cell.text) or "new"
+        case "status":
+            return f"**{escape_cell(cell.text)}**"
+        case "detail":
+            return _short(cell.text)
+        case "value":
+            return format_value(numbers[0], cell.unit)
+        case "change":
+            return f"**{percent(numbers[0])}**"
+        case "interval":
+            low, high = numbers
+            return f"{percent(low)} … {percent(high)}"
 
 
-def _timing_table(rows: list[TimingRow], base_url: str, pr_number: int) -> list[str]:
-    lines = ["| benchmark | base | head | change | 95 % interval |", "|---|---|---|---|---|"]
+def _section(report: PrReport, section: Section, base_url: str) -> list[str]:
+    rows = report.rows(section)
+    lines = [f"### {section.title}", "", *([section.lead, ""] if section.lead else [])]
+    lines += ["| " + " | ".join(section.columns) + " |", "|" + "---|" * len(section.columns)]
     for row in rows[:MAX_ROWS]:
-        name = code(row.benchmark)
-        if row.series_id is not None:
-            name = f"[{name}]({base_url}/series/{row.series_id}?pr={pr_number})"
-        lines.append(
-            f"| {name} | {format_value(row.baseline, row.unit)} | {format_value(row.head, row.unit)} "
-            f"| **{percent(row.effect)}** | {percent(row.ci_low)} … {percent(row.ci_high)} |"
-        )
+        lines.append("| " + " | ".join(_cell(c, base_url) for c in row.cells(report.pr_number)) + " |")
     if len(rows) > MAX_ROWS:
-        lines.append(f"| … and {len(rows) - MAX_ROWS} more | | | | |")
-    return lines
+        lines.append(f"| … and {len(rows) - MAX_ROWS} more |" + " |" * (len(section.columns) - 1))
+    return [*lines, ""]
+
+
+def _no_base_runs(report: PrReport) -> list[str]:
+    where = f"machine {code(report.machine)} or any other {escape_cell(report.gpu_model)}"
+    return [
+        f"**The merge base {code(report.base_sha[:12])} has no runs on {where}**, so every timing is "
+        "inconclusive and every failing case counts as new. Upload the merge base's results measured on this machine (`tewatch upload RESULTS "
+        "--branch main` at that commit), or measure base and head here in A/B rounds (`tewatch run --ab`).",
+        "",
+    ]
 
 
 def render_pr_report(report: PrReport) -> str:
@@ -162,39 +129,16 @@ def render_pr_report(report: PrReport) -> str:
         f"**{summary}** ({noun}s)",
         "",
     ]
-    if report.correctness:
-        lines += ["### Correctness", "", "| case | base | head | detail |", "|---|---|---|---|"]
-        for row in report.correctness[:MAX_ROWS]:
-            lines.append(
-                f"| {code(row.case)} | {row.previous or 'new'} | **{escape_cell(row.status)}** "
-                f"| {_short(row.detail)} |"
-            )
-        if len(report.correctness) > MAX_ROWS:
-            lines.append(f"| … and {len(report.correctness) - MAX_ROWS} more | | | |")
-        lines.append("")
-    if report.fixed:
-        lines += [
-            "### Fixed by this pull request",
-            "",
-            "Failing on the merge base, passing here.",
-            "",
-            *_fixed_table(report.fixed, base_url),
-            "",
-        ]
-    if report.regressions:
-        lines += [
-            "### Largest regressions",
-            "",
-            *_timing_table(report.regressions, base_url, report.pr_number),
-            "",
-        ]
-    if report.improvements:
-        lines += ["### Improvements", "", *_timing_table(report.improvements, base_url, report.pr_number), ""]
-    if not (report.correctness or report.regressions or report.improvements):
+    if not report.base_has_runs:
+        lines += _no_base_runs(report)
+    for section in SECTIONS:
+        if section.changed and report.rows(section):
+            lines += _section(report, section, base_url)
+    if report.base_has_runs and not (report.correctness or report.regressions or report.improvements):
         new = "new " if report.fixed else ""
         lines += [f"No {new}correctness failure and no timing change beyond the minimum effect.", ""]
     lines += [
-        f"[This PR on the dashboard]({base_url}/pr/{report.pr_number}) · [Open alerts]({base_url}/alerts)",
+        f"[This PR on the dashboard]({report.links.pr}) · [Open alerts]({report.links.alerts})",
         "",
         (
             f"<sub>Minimum effect {report.min_effect * 100:g} %, false discovery rate {report.alpha * 100:g} % "

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Literal
+
+from pydantic import BaseModel, ValidationError
+
+from tewatch.findings.pr_report import PrReportPayload
 
 DESCRIPTION_CHARS = 140  # GitHub refuses longer commit status descriptions
 
@@ -13,41 +16,59 @@ class ReportError(ValueError):
     """An event body that is not a usable `pr.report`."""
 
 
+class _Envelope(BaseModel):
+    id: str
+    created_at: str  # ISO 8601, UTC: orders two reports of one pull request and GPU
+    data: PrReportPayload
+
+
 @dataclass(frozen=True)
 class PrReportEvent:
     event_id: str
-    created_at: str  # ISO 8601, UTC: orders two reports of one pull request and GPU
-    pr_number: int
-    repo: str  # the repository the upload named (`tewatch upload --repo`), "" when it named none
-    head_sha: str
-    gpu_model: str
-    markdown: str
-    pr_link: str
-    correctness_failures: int
-    regressions: int
-    improvements: int
+    created_at: str
+    report: PrReportPayload
+
+    @property
+    def pr_number(self) -> int:
+        return self.report.pr_number
+
+    @property
+    def repo(self) -> str:
+        return self.report.repo
+
+    @property
+    def head_sha(self) -> str:
+        return self.report.head_sha
+
+    @property
+    def gpu_model(self) -> str:
+        return self.report.gpu_model
+
+    @property
+    def markdown(self) -> str:
+        return self.report.markdown
+
+    @property
+    def pr_link(self) -> str:
+        return self.report.links.pr
+
+    @property
+    def regressions(self) -> int:
+        return (self.report.case_counts or self.report.counts).get("regression", 0)
+
+    @property
+    def improvements(self) -> int:
+        return (self.report.case_counts or self.report.counts).get("improvement", 0)
 
 
 def parse_report(body: bytes | str) -> PrReportEvent:
     try:
-        envelope = json.loads(body)
-        data = envelope["data"]
-        counts = data.get("case_counts") or data.get("counts") or {}
-        return PrReportEvent(
-            event_id=str(envelope["id"]),
-            created_at=str(envelope["created_at"]),
-            pr_number=int(data["pr_number"]),
-            repo=str(data.get("repo") or ""),
-            head_sha=str(data["head_sha"]),
-            gpu_model=str(data["gpu_model"]),
-            markdown=str(data["markdown"]),
-            pr_link=str(data["links"]["pr"]),
-            correctness_failures=int(data.get("correctness_failures") or 0),
-            regressions=int(counts.get("regression", 0)),
-            improvements=int(counts.get("improvement", 0)),
-        )
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ReportError(f"not a pr.report event: {type(exc).__name__}: {exc}") from None
+        envelope = _Envelope.model_validate_json(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ReportError(f"not a pr.report event: {where}: {first['msg']}") from None
+    return PrReportEvent(envelope.id, envelope.created_at, envelope.data)
 
 
 def _count(n: int, noun: str) -> str:
@@ -56,9 +77,9 @@ def _count(n: int, noun: str) -> str:
 
 def commit_state(report: PrReportEvent) -> tuple[Literal["success", "failure"], str]:
     """failure when the head brings a new correctness failure or a regression, success otherwise."""
-    if report.correctness_failures or report.regressions:
+    if report.report.correctness_failures or report.regressions:
         description = (
-            f"{_count(report.correctness_failures, 'new correctness failure')}, "
+            f"{_count(report.report.correctness_failures, 'new correctness failure')}, "
             f"{_count(report.regressions, 'regression')} against the merge base"
         )
         return "failure", description[:DESCRIPTION_CHARS]

@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.lifecycle import change_status, open_alert
-from tewatch.alerts.markdown import CorrectnessRow
 from tewatch.core.statuses import FAILING_STATUSES
+from tewatch.findings.pr_report import CaseFailure, CaseFixed
 from tewatch.pipeline.labels import case_label, measured_on, verdict_detail
 from tewatch.pipeline.merge_base import merge_base_runs
 from tewatch.pipeline.summary import WRITE_BATCH, DetectSummary
@@ -65,7 +65,7 @@ def previous_verdicts(session: Session, run: Run) -> dict[int, VerdictStatus]:
 
 @dataclass(frozen=True)
 class _NewFailure:
-    row: CorrectnessRow
+    row: CaseFailure
     dedupe_key: str
     title: str
     alert_fields: dict
@@ -84,7 +84,7 @@ class CorrectnessChanges:
     passing_case_ids: list[int]
 
     @property
-    def rows(self) -> list[CorrectnessRow]:
+    def rows(self) -> list[CaseFailure]:
         return [f.row for f in self.failures]
 
 
@@ -102,12 +102,12 @@ def correctness_changes(
             detail = verdict_detail(verdict)
             failures.append(
                 _NewFailure(
-                    row=CorrectnessRow(
-                        case_label(case),
-                        previous.value if previous else "",
-                        verdict.status.value,
-                        detail,
-                        case.id,
+                    row=CaseFailure(
+                        case=case_label(case),
+                        previous=previous.value if previous else "",
+                        status=verdict.status.value,
+                        detail=detail,
+                        case_id=case.id,
                     ),
                     dedupe_key=f"correctness:{case.fingerprint}:{scope}:{run.id}",
                     title=f"{case_label(case)}{measured_on(case.gpu_model, run.machine.name)}: {verdict.status.value}",
@@ -252,30 +252,30 @@ def _base_alerts(session: Session, base_runs: list[Run], case_ids: list[int]) ->
     return out
 
 
-def fixed_payload(
+def fixed_findings(
     session: Session, base_runs: list[Run], fixed: list[FixedCase], public_url: str
-) -> list[dict]:
-    """The `fixed` list of the `pr.report` payload: each fixed case with what it failed with on the merge
-    base, and the correctness alerts still open for it there (merging the fix resolves them)."""
+) -> list[CaseFixed]:
+    """The report's fixed cases: each with what it failed with on the merge base, and the correctness
+    alerts still open for it there (merging the fix resolves them)."""
     base_url = public_url.rstrip("/")
     alerts = _base_alerts(session, base_runs, [f.case.id for f in fixed])
     return [
-        {
-            "case": case_label(f.case),
-            "case_id": f.case.id,
-            "gpu_model": f.case.gpu_model,
-            "previous": f.base.status.value,
-            "previous_detail": verdict_detail(f.base),
-            "check": f.base.check,
-            "exception_class": f.base.exception_class,
-            "message": f.base.message,
-            "metric": f.base.metric,
-            "value": f.base.metric_value,
-            "tolerance": f.base.tolerance,
-            "base_run_id": f.base.run_id,
-            "status": f.verdict.status.value,
-            "open_alert_ids": alerts.get(f.case.id, []),
-            "links": {"case": f"{base_url}/case/{f.case.id}"},
-        }
+        CaseFixed(
+            case=case_label(f.case),
+            case_id=f.case.id,
+            gpu_model=f.case.gpu_model,
+            previous=f.base.status.value,
+            previous_detail=verdict_detail(f.base),
+            check=f.base.check,
+            exception_class=f.base.exception_class,
+            message=f.base.message,
+            metric=f.base.metric,
+            value=f.base.metric_value,
+            tolerance=f.base.tolerance,
+            base_run_id=f.base.run_id,
+            status=f.verdict.status.value,
+            open_alert_ids=alerts.get(f.case.id, []),
+            links={"case": f"{base_url}/case/{f.case.id}"},
+        )
         for f in fixed
     ]

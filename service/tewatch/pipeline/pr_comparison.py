@@ -4,7 +4,7 @@ written (comparisons, regression alerts, the event) in one transaction."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.lifecycle import open_alert
-from tewatch.alerts.markdown import CorrectnessRow, FixedRow, PrReport, TimingRow, render_pr_report
+from tewatch.alerts.markdown import render_pr_report
 from tewatch.detect.changepoint import clip_outliers, robust_sigma
 from tewatch.detect.compare import (
     ComparePair,
@@ -25,10 +25,12 @@ from tewatch.detect.compare import (
 )
 from tewatch.detect.config import ChangePointConfig, CompareConfig
 from tewatch.detect.version import DETECTOR_VERSION
-from tewatch.pipeline.correctness import FixedCase, fixed_cases, fixed_payload
+from tewatch.findings.pr_report import CaseFailure, PrReport, PrReportPayload
+from tewatch.pipeline.correctness import FixedCase
 from tewatch.pipeline.history import SeriesInfo, latest_values, series_infos
-from tewatch.pipeline.labels import case_label, machine_of, measured_on, verdict_detail
+from tewatch.pipeline.labels import machine_of, measured_on
 from tewatch.pipeline.merge_base import merge_base_runs
+from tewatch.pipeline.pr_report import SeriesFinding, build_pr_report, report_inputs
 from tewatch.pipeline.summary import DetectSummary
 from tewatch.store.alert_models import AlertKind, PrComparison
 from tewatch.store.models import Result, ResultStatus, Run
@@ -120,26 +122,6 @@ def _primary_series(comparisons: list[tuple[int, SeriesInfo, Comparison]]) -> se
     return {series_id for _, series_id in best.values()}
 
 
-def case_verdicts(comparisons: list[tuple[int, SeriesInfo, Comparison]], primary: set[int]) -> dict[int, str]:
-    """Case id -> its verdict: a regression (improvement) when any of its series is one, else its primary
-    series' verdict (unchanged, unstable or inconclusive)."""
-    by_case: dict[int, list[tuple[bool, CompareVerdict]]] = defaultdict(list)
-    for series_id, info, comparison in comparisons:
-        if info.case_id is not None:
-            by_case[info.case_id].append((series_id in primary, comparison.verdict))
-    verdicts = {}
-    for case_id, rows in by_case.items():
-        seen = {v for _, v in rows}
-        if CompareVerdict.regression in seen:
-            verdicts[case_id] = CompareVerdict.regression.value
-        elif CompareVerdict.improvement in seen:
-            verdicts[case_id] = CompareVerdict.improvement.value
-        else:
-            main = [v for is_primary, v in rows if is_primary] or [v for _, v in rows]
-            verdicts[case_id] = main[0].value
-    return verdicts
-
-
 @dataclass
 class PrComparisonPlan:
     """A pull request's comparisons against its merge base and its report, computed; nothing stored yet."""
@@ -151,7 +133,6 @@ class PrComparisonPlan:
     compared: list[tuple[int, SeriesInfo, Comparison]]
     primary: set[int]
     report: PrReport
-    event: dict
     config: CompareConfig
 
 
@@ -213,7 +194,7 @@ def compare_run_samples(
 def plan_pr_comparison(
     session: Session,
     run: Run,
-    correctness: list[CorrectnessRow],
+    correctness: list[CaseFailure],
     public_url: str,
     config: CompareConfig,
     fixed: list[FixedCase] | None = None,
@@ -223,7 +204,6 @@ def plan_pr_comparison(
     pr_number = run.pr_number
     if pr_number is None:
         raise ValueError(f"run {run.id} is not a pull request's")
-    fixed = fixed_cases(session, run) if fixed is None else fixed
     base_runs = merge_base_runs(session, run)
     same_session = [r for r in base_runs if run.ab_session and r.ab_session == run.ab_session]
     paired = bool(same_session)
@@ -231,67 +211,31 @@ def plan_pr_comparison(
         base_runs = same_session
     compared, results = compare_run_samples(session, run.id, [r.id for r in base_runs], config, paired)
     primary = _primary_series(compared)
-    by_case = case_verdicts(compared, primary)
+    series = [
+        SeriesFinding(
+            series_id,
+            info,
+            c.verdict.value,
+            c.baseline,
+            c.head,
+            c.effect,
+            c.ci_low,
+            c.ci_high,
+            series_id in primary,
+        )
+        for series_id, info, c in compared
+    ]
     rounds = max((c.rounds or 0 for c in results), default=0) or None
-    report = PrReport(
-        pr_number=pr_number,
-        head_sha=run.commit.sha,
-        base_sha=run.merge_base_sha or "",
-        gpu_model=run.machine.gpu_model,
-        public_url=public_url,
-        correctness=correctness,
-        fixed=[
-            FixedRow(case_label(f.case), f.base.status.value, verdict_detail(f.base), f.case.id)
-            for f in fixed
-        ],
-        min_effect=config.min_effect,
-        alpha=config.alpha,
-        detector_version=DETECTOR_VERSION,
-        case_counts=dict(Counter(by_case.values())),
-        rounds=rounds,
-    )
-    for series_id, info, comparison in compared:
-        report.counts[comparison.verdict.value] = report.counts.get(comparison.verdict.value, 0) + 1
-        if comparison.verdict in (CompareVerdict.regression, CompareVerdict.improvement):
-            timing = TimingRow(
-                info.label,
-                info.unit,
-                comparison.baseline,
-                comparison.head,
-                comparison.effect,
-                comparison.ci_low,
-                comparison.ci_high,
-                series_id,
-            )
-            target = (
-                report.regressions if comparison.verdict is CompareVerdict.regression else report.improvements
-            )
-            target.append(timing)
-    report.regressions.sort(key=lambda r: -abs(r.effect))
-    report.improvements.sort(key=lambda r: -abs(r.effect))
-    event = {
-        "pr_number": run.pr_number,
-        "repo": run.commit.repo,
-        "head_sha": run.commit.sha,
-        "base_sha": run.merge_base_sha,
-        "gpu_model": run.machine.gpu_model,
-        "run_id": run.id,
-        "base_run_ids": [r.id for r in base_runs],
-        "counts": report.counts,
-        "case_counts": report.case_counts,
-        "rounds": rounds,
-        "correctness_failures": len(correctness),
-        "markdown": render_pr_report(report),
-        "detector_version": DETECTOR_VERSION,
-        "links": {
-            "pr": f"{public_url.rstrip('/')}/pr/{run.pr_number}",
-            "alerts": f"{public_url.rstrip('/')}/alerts",
-        },
-        "fixed": fixed_payload(session, base_runs, fixed, public_url),
-    }
+    inputs = report_inputs(session, run, base_runs, public_url, correctness, fixed)
+    report = build_pr_report(inputs, series, rounds, config, DETECTOR_VERSION, public_url)
     return PrComparisonPlan(
-        run.id, pr_number, run.branch, [r.id for r in base_runs], compared, primary, report, event, config
+        run.id, pr_number, run.branch, [r.id for r in base_runs], compared, primary, report, config
     )
+
+
+def pr_report_event(report: PrReport) -> dict:
+    """The `pr.report` payload: the report and its Markdown."""
+    return PrReportPayload.of(report, render_pr_report(report)).model_dump(mode="json")
 
 
 def store_pr_comparison(session: Session, plan: PrComparisonPlan, summary: DetectSummary) -> PrReport:
@@ -357,7 +301,7 @@ def store_pr_comparison(session: Session, plan: PrComparisonPlan, summary: Detec
                 effect=comparison.effect,
                 details={"ci": [comparison.ci_low, comparison.ci_high], "q_value": comparison.q_value},
             )
-    emit(session, EventType.pr_report, plan.event)
+    emit(session, EventType.pr_report, pr_report_event(plan.report))
     summary.events += 1
     return plan.report
 

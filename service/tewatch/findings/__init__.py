@@ -1,0 +1,1 @@
+"""What detection finds, as one typed shape that every place showing it renders."""

@@ -1,0 +1,204 @@
+"""What a pull request's run finds against its merge base, defined once: the `pr.report` webhook payload
+is this model dumped (its JSON schema generated from it, docs/pr-report.md), and the Markdown comment,
+GitHub's commit status and the `/pr/{n}` page render it.
+
+A section is a list field of rows on `PrReport` and its entry in SECTIONS; each row type says its cells
+(tewatch.findings.table), so the Markdown and the page render a new section without knowing it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tewatch.findings.table import Cell, Section
+
+
+class Row(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    def cells(self, pr_number: int) -> tuple[Cell, ...]:
+        raise NotImplementedError
+
+
+def _case_link(case_id: int | None) -> str | None:
+    return f"/case/{case_id}" if case_id is not None else None
+
+
+class CaseFailure(Row):
+    """A case failing on the head: new when it passed on the merge base (or the base lacks it), known when
+    it did not pass there either."""
+
+    case: str = Field(description="the case and its parameters, `name(key=value, ...)`")
+    case_id: int | None = None
+    previous: str = Field("", description='its verdict on the merge base, "" when the base has no such case')
+    status: str = Field(description="its verdict on the head: fail_accuracy, error, timeout or oom")
+    detail: str = Field(description="what it failed with: the check, exception and message, or the metric")
+
+    def cells(self, pr_number: int) -> tuple[Cell, ...]:
+        return (
+            Cell("case", self.case, link=_case_link(self.case_id)),
+            Cell("previous", self.previous),
+            Cell("status", self.status),
+            Cell("detail", self.detail),
+        )
+
+
+class CaseFixed(Row):
+    """A case failing on the merge base and passing on the head."""
+
+    case: str
+    case_id: int | None = None
+    gpu_model: str = ""
+    previous: str = Field(
+        description="its failing verdict on the merge base: fail_accuracy, error, timeout, oom"
+    )
+    previous_detail: str = Field(description="what it failed with there")
+    check: str | None = None
+    exception_class: str | None = None
+    message: str | None = None
+    metric: str | None = None
+    value: float | None = None
+    tolerance: float | None = None
+    base_run_id: int | None = Field(None, description="the merge base's run it failed in")
+    status: str = "pass"
+    open_alert_ids: list[int] = Field(
+        default_factory=list,
+        description="correctness alerts still open for it on the merge base's branches: merging resolves them",
+    )
+    links: dict[str, str] = Field(default_factory=dict, description="`case`: the case's dashboard page")
+
+    def cells(self, pr_number: int) -> tuple[Cell, ...]:
+        return (
+            Cell("case", self.case, link=_case_link(self.case_id)),
+            Cell("previous", self.previous),
+            Cell("status", self.status),
+            Cell("detail", self.previous_detail),
+        )
+
+
+class TimingChange(Row):
+    """A series whose samples moved beyond the minimum effect, significantly after FDR control."""
+
+    benchmark: str = Field(description="the series: benchmark, metric and parameters")
+    unit: str
+    baseline: float | None = Field(description="the merge base's typical value")
+    head: float | None = Field(description="the head's typical value")
+    effect: float | None = Field(description="relative change, head against base (0.1: 10 % more)")
+    ci_low: float | None = None
+    ci_high: float | None = None
+    series_id: int | None = None
+
+    def cells(self, pr_number: int) -> tuple[Cell, ...]:
+        link = f"/series/{self.series_id}?pr={pr_number}" if self.series_id is not None else None
+        return (
+            Cell("case", self.benchmark, link=link),
+            Cell("value", numbers=(self.baseline,), unit=self.unit),
+            Cell("value", numbers=(self.head,), unit=self.unit),
+            Cell("change", numbers=(self.effect,)),
+            Cell("interval", numbers=(self.ci_low, self.ci_high)),
+        )
+
+
+FAILURE_COLUMNS = ("case", "base", "head", "detail")
+TIMING_COLUMNS = ("benchmark", "base", "head", "change", "95 % interval")
+
+SECTIONS: tuple[Section, ...] = (
+    Section("correctness", "Correctness", FAILURE_COLUMNS, "pr-failures"),
+    Section(
+        "fixed",
+        "Fixed by this pull request",
+        ("case", "base", "head", "it failed with"),
+        "pr-fixed",
+        lead="Failing on the merge base, passing here.",
+    ),
+    Section("regressions", "Largest regressions", TIMING_COLUMNS, "pr-regressions"),
+    Section("improvements", "Improvements", TIMING_COLUMNS, "pr-improvements"),
+    Section(
+        "known_failures",
+        "Known failures, also failing on the base",
+        FAILURE_COLUMNS,
+        "pr-known-failures",
+        lead="These did not pass on the merge base either, so the report does not count them.",
+        changed=False,
+    ),
+)
+
+
+class ReportLinks(BaseModel):
+    pr: str = Field(description="the pull request's dashboard page")
+    alerts: str = Field(description="the open alerts")
+
+
+class PrReport(BaseModel):
+    """One head run of a pull request against its merge base's runs on the same machine (else the same
+    GPU model)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    pr_number: int
+    repo: str = Field("", description='the repository the upload named, "" when it named none')
+    head_sha: str
+    base_sha: str = Field(description="the merge base the upload named")
+    gpu_model: str
+    machine: str = Field("", description="the head run's machine")
+    te_version: str = Field("", description="Transformer Engine's version in the head run")
+    base_te_version: str = Field("", description="Transformer Engine's version in the merge base's runs")
+    run_id: int = Field(description="the head run")
+    base_run_ids: list[int] = Field(
+        description="the merge base's runs compared against; empty: the base has no runs on this machine "
+        "or GPU model, and every timing is inconclusive"
+    )
+    rounds: int | None = Field(None, description="A/B rounds paired, where both sides were measured so")
+    counts: dict[str, int] = Field(default_factory=dict, description="verdict -> number of series compared")
+    case_counts: dict[str, int] = Field(
+        default_factory=dict,
+        description="verdict -> cases (a case's timings: any significant one decides, else its steadier one)",
+    )
+    correctness: list[CaseFailure] = Field(default_factory=list, description="new correctness failures")
+    fixed: list[CaseFixed] = Field(default_factory=list)
+    regressions: list[TimingChange] = Field(default_factory=list, description="largest first")
+    improvements: list[TimingChange] = Field(default_factory=list, description="largest first")
+    known_failures: list[CaseFailure] = Field(default_factory=list)
+    correctness_failures: int = Field(0, description="how many new correctness failures")
+    min_effect: float = 0.03
+    alpha: float = Field(0.05, description="the false discovery rate (Benjamini-Hochberg)")
+    detector_version: str = ""
+    public_url: str = Field("", description="the dashboard's address the links start with")
+    links: ReportLinks = Field(default_factory=lambda: ReportLinks(pr="", alerts=""))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived(cls, data: Any) -> Any:
+        """The failures' count and the links, where the data does not carry them (as built, not parsed)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        data.setdefault("correctness_failures", len(data.get("correctness") or []))
+        if "links" not in data:
+            base_url = str(data.get("public_url") or "").rstrip("/")
+            data["links"] = {"pr": f"{base_url}/pr/{data.get('pr_number')}", "alerts": f"{base_url}/alerts"}
+        return data
+
+    @property
+    def base_has_runs(self) -> bool:
+        return bool(self.base_run_ids)
+
+    def rows(self, section: Section) -> list[Row]:
+        return getattr(self, section.field)
+
+
+class PrReportPayload(PrReport):
+    """The `data` of a `pr.report` webhook event: the report and its Markdown."""
+
+    markdown: str = Field(description="the report as a pull-request comment")
+
+    @classmethod
+    def of(cls, report: PrReport, markdown: str) -> PrReportPayload:
+        return cls(**dict(report), markdown=markdown)
+
+
+def payload_schema() -> str:
+    """The JSON schema of the `pr.report` payload, as docs/pr-report.md shows it."""
+    return json.dumps(PrReportPayload.model_json_schema(mode="serialization"), indent=1, sort_keys=True)

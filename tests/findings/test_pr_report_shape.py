@@ -1,0 +1,107 @@
+"""The one shape of a pull request's findings: every section reaches the payload, its schema and the
+comment; the payload parses back as GitHub's side reads it; an earlier payload still parses; the schema in
+docs/pr-report.md is the model's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tewatch.alerts.markdown import render_pr_report
+from tewatch.findings.pr_report import (
+    SECTIONS,
+    CaseFailure,
+    CaseFixed,
+    PrReport,
+    PrReportPayload,
+    TimingChange,
+    payload_schema,
+)
+from tewatch.github.report import commit_state, parse_report
+from tewatch.pipeline.pr_comparison import pr_report_event
+
+ROOT = Path(__file__).resolve().parents[2]
+FAILURE = CaseFailure(
+    case="ops.Scale(rank=3)", case_id=4, previous="pass", status="error", detail="E: x | <b>"
+)
+ROWS = {
+    "correctness": [FAILURE],
+    "fixed": [CaseFixed(case="ops.Fixed()", case_id=5, previous="error", previous_detail="was broken")],
+    "regressions": [
+        TimingChange(
+            benchmark="gemm.Gemm.track_seconds",
+            unit="seconds",
+            baseline=1e-3,
+            head=1.2e-3,
+            effect=0.2,
+            ci_low=0.1,
+            ci_high=0.3,
+            series_id=9,
+        )
+    ],
+    "improvements": [
+        TimingChange(benchmark="rht.Rht.track_seconds", unit="seconds", baseline=2e-3, head=1e-3, effect=-0.5)
+    ],
+    "known_failures": [FAILURE.model_copy(update={"previous": "error", "case": "ops.Known()"})],
+}
+
+
+def full_report() -> PrReport:
+    return PrReport(
+        pr_number=12,
+        head_sha="a" * 40,
+        base_sha="b" * 40,
+        gpu_model="NVIDIA H200",
+        machine="h200-1",
+        run_id=2,
+        base_run_ids=[1],
+        public_url="https://tw.example/",
+        **ROWS,
+    )
+
+
+def test_every_section_has_rows_whose_cells_fit_its_columns_and_a_field_of_the_report():
+    report = full_report()
+    assert {s.field for s in SECTIONS} == set(ROWS)
+    for section in SECTIONS:
+        for row in report.rows(section):
+            assert len(row.cells(report.pr_number)) == len(section.columns), section.field
+
+
+def test_the_comment_shows_what_changed_and_leaves_known_failures_to_the_page():
+    markdown = render_pr_report(full_report())
+    for section in SECTIONS:
+        assert (f"### {section.title}" in markdown) is section.changed
+    assert "[`gemm.Gemm.track_seconds`](https://tw.example/series/9?pr=12)" in markdown
+    assert "| **+20.0 %** | +10.0 % … +30.0 % |" in markdown
+    assert "| — |" in markdown  # an improvement without an interval
+    assert "&lt;b&gt;" in markdown and "<b>" not in markdown
+
+
+def test_the_payload_parses_back_into_the_same_report_on_githubs_side():
+    report = full_report()
+    payload = pr_report_event(report)
+    assert payload["links"] == {"pr": "https://tw.example/pr/12", "alerts": "https://tw.example/alerts"}
+    assert payload["correctness_failures"] == 1 and payload["regressions"][0]["series_id"] == 9
+    envelope = {"id": "e1", "type": "pr.report", "created_at": "2026-12-01T10:00:00+00:00", "data": payload}
+    event = parse_report(json.dumps(envelope))
+    assert PrReport.model_validate(event.report.model_dump(exclude={"markdown"})) == report
+    assert event.markdown == render_pr_report(report)
+    assert commit_state(event)[0] == "failure"
+
+
+def test_a_payload_of_the_earlier_shape_still_parses():
+    kept = json.loads((ROOT / "tests/fixtures/h200-campaign/pr-report-webhook.json").read_text())["body"]
+    event = parse_report(json.dumps(kept))
+    data = kept["data"]
+    assert event.report.correctness_failures == data["correctness_failures"] == 2
+    assert event.pr_link == data["links"]["pr"] and event.regressions == data["counts"]["regression"]
+    assert event.report.correctness == [] and event.report.base_run_ids == data["base_run_ids"]
+
+
+def test_docs_show_the_schema_generated_from_the_model():
+    doc = (ROOT / "docs" / "pr-report.md").read_text()
+    assert f"```json\n{payload_schema()}\n```" in doc, "run scripts/pr_report_schema.py"
+    schema = json.loads(payload_schema())
+    assert set(ROWS) <= set(schema["properties"]) and "markdown" in schema["required"]
+    assert PrReportPayload.model_json_schema(mode="serialization") == schema
