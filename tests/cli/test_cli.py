@@ -81,3 +81,20 @@ def test_upload_line_says_which_counts_are_asv_results_and_which_verdicts():
     assert line.count("failed") == 1, "one word for one thing"
     empty = _stored_line("x.json", {"run_id": 6, "created": False, "results": {}, "verdicts": {}})
     assert empty == "run 6 already stored: x.json (asv results: none; case verdicts: none)"
+
+
+def test_a_pull_request_upload_says_when_its_merge_base_has_no_runs_there(live_server):
+    import json
+
+    commit = min(
+        json.loads(p.read_text())["commit_hash"] for p in TINY.glob("*/*.json") if p.name != "machine.json"
+    )
+    args = ["upload", str(TINY), "--url", live_server.url, "--token", live_server.token]
+    assert tewatch(*args, "--branch", "main").returncode == 0
+    unmeasured = "0bad" + "0" * 36
+    lone = tewatch(*args, "--pr", "7", "--base", unmeasured)
+    assert lone.returncode == 0, lone.stderr
+    assert f"warning: the merge base {unmeasured[:12]} has no runs on " in lone.stderr
+    assert "tewatch run --ab" in lone.stderr
+    measured = tewatch(*args, "--pr", "7", "--base", commit)
+    assert measured.returncode == 0 and "warning" not in measured.stderr, measured.stderr

@@ -10,7 +10,7 @@ import httpx
 import pandas as pd
 import pytest
 
-import tewatch.client as client_module
+import tewatch.client.dataframes as client_module
 from tests.conftest import free_port
 from tewatch.client import Client, ClientError, frames
 

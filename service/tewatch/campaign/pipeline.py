@@ -11,15 +11,15 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-import httpx
-
 from tewatch.campaign.receiver import WebhookReceiver
 from tewatch.campaign.scoring import pr_case_verdicts, score, touched_cases
 from tewatch.campaign.service_process import ServiceProcess
+from tewatch.client.api import ApiClient
 from tewatch.runner.rounds import run_ab
 from tewatch.runner.suite import RunOptions, RunOutcome, run_suite
 from tewatch.store.database import make_engine
@@ -108,19 +108,10 @@ class Campaign:
         with (
             ServiceProcess(self.database_url, self.opts.out / "service.log") as service,
             WebhookReceiver(secret, self.opts.out / "webhooks") as receiver,
+            ExitStack() as stack,
         ):
-            client = httpx.Client(
-                base_url=service.url, headers={"Authorization": f"Bearer {token}"}, timeout=120
-            )
-            client.post(
-                "/api/v1/webhooks",
-                json={
-                    "url": receiver.url,
-                    "secret": secret,
-                    "event_types": EVENTS,
-                    "description": "campaign receiver",
-                },
-            ).raise_for_status()
+            client = stack.enter_context(ApiClient(service.url, token, timeout=120))
+            client.add_webhook(receiver.url, secret, EVENTS, "campaign receiver")
             measured = self._measure_rounds() if self._rounds_wanted() else {}
             base = self._base(service.url, token, measured.get("base"))
             head = self._head(service.url, token, base, measured.get("head"))
@@ -256,9 +247,8 @@ class Campaign:
             time.sleep(0.5)
         raise RuntimeError(f"no pr.report webhook arrived within {PR_REPORT_WAIT_S:.0f} s")
 
-    def _collect(self, client: httpx.Client, receiver: WebhookReceiver, base: str, head: str) -> None:
-        runs = client.get("/api/v1/runs", params={"limit": 100}).raise_for_status().json()
-        for run in runs["items"]:
+    def _collect(self, client: ApiClient, receiver: WebhookReceiver, base: str, head: str) -> None:
+        for run in client.runs({}):
             commit = run["commit_sha"]
             label = (
                 "head"
@@ -270,11 +260,11 @@ class Campaign:
             counts = Counter(self.summary.verdicts.get(label, {}))
             counts.update(run["summary"].get("verdicts", {}))
             self.summary.verdicts[label] = dict(counts)
-        self.summary.alerts = client.get("/api/v1/alerts", params={"limit": 500}).raise_for_status().json()
-        comparisons = client.get(f"/api/v1/prs/{self.opts.pr_number}/comparisons").raise_for_status().json()
+        self.summary.alerts = list(client.alerts({}))
+        comparisons = client.pr_comparisons(self.opts.pr_number)
         self.summary.pr_verdicts = dict(Counter(c["verdict"] for c in comparisons))
         if self.opts.aa:
-            aa = client.get(f"/api/v1/prs/{self.opts.pr_number + 1}/comparisons").raise_for_status().json()
+            aa = client.pr_comparisons(self.opts.pr_number + 1)
             self.summary.aa_pr_verdicts = dict(Counter(c["verdict"] for c in aa))
         self.summary.webhooks = dict(Counter(d["event"] for d in receiver.deliveries))
         self.summary.signatures_valid = all(d["signature_valid"] for d in receiver.deliveries)
@@ -294,14 +284,12 @@ class Campaign:
         finally:
             engine.dispose()
 
-    def _render_pages(self, client: httpx.Client) -> None:
+    def _render_pages(self, client: ApiClient) -> None:
         folder = self.opts.out / "pages"
         folder.mkdir(exist_ok=True)
         pages = dict(PAGES, pull_request=f"/pr/{self.opts.pr_number}")
         for name, path in pages.items():
-            answer = client.get(path)
-            answer.raise_for_status()
-            (folder / f"{name}.html").write_text(answer.text)
+            (folder / f"{name}.html").write_text(client.page(path))
             self.summary.pages.append(name)
 
 

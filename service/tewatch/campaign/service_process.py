@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
+from tewatch.client.api import ApiClient
 
 START_TIMEOUT_S = 60.0
 
@@ -50,17 +50,15 @@ class ServiceProcess:
         env = {**inherited, "TEWATCH_PUBLIC_URL": self.url, **(self.env or {})}
         self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(
-                    f"tewatch serve exited with {self._process.returncode}; see {self.log_path}"
-                )
-            try:
-                if httpx.get(f"{self.url}/api/v1/health", timeout=2).is_success:
+        with ApiClient(self.url) as client:
+            while time.monotonic() < deadline:
+                if self._process.poll() is not None:
+                    raise RuntimeError(
+                        f"tewatch serve exited with {self._process.returncode}; see {self.log_path}"
+                    )
+                if client.healthy():
                     return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
+                time.sleep(0.2)
         self.__exit__(None, None, None)
         raise RuntimeError(
             f"tewatch serve did not answer within {START_TIMEOUT_S:.0f} s; see {self.log_path}"

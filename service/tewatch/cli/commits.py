@@ -10,8 +10,6 @@ import typer
 from tewatch.cli.app import app
 from tewatch.cli.options import fail
 
-TIMEOUT_S = 300.0
-
 
 def git_graph(repository: Path, revision: str) -> list[tuple[str, int, list[str]]]:
     """(sha, committer time, parents) of every commit reachable from `revision`, parents first."""
@@ -42,21 +40,14 @@ def commits(
     histories, change points and "latest" follow it: a commit never sorts before its parent, whatever its
     date. Commits the graph lacks keep their results file's date. Run `tewatch detect` afterwards to
     re-detect change points in the new order."""
-    import httpx
+    from tewatch.client.api import ApiClient, ClientError
 
     graph = git_graph(repository, revision)
     if not graph:
         raise fail(f"no commits reachable from {revision} in {repository}")
     try:
-        answer = httpx.post(
-            url.rstrip("/") + "/api/v1/commits/graph",
-            json={"repo": repo, "commits": graph},
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=TIMEOUT_S,
-        )
-    except httpx.HTTPError as exc:
-        raise fail(f"{type(exc).__name__}: {exc}") from exc
-    if not answer.is_success:
-        raise fail(f"HTTP {answer.status_code}: {answer.text[:500]}")
-    body = answer.json()
+        with ApiClient(url, token) as client:
+            body = client.send_commit_graph(repo, graph)
+    except ClientError as exc:
+        raise fail(str(exc)) from None
     typer.echo(f"sent {body['commits']} commits; {body['placed']} stored commits now follow the graph")
