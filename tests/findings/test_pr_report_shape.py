@@ -24,20 +24,12 @@ ROOT = Path(__file__).resolve().parents[2]
 FAILURE = CaseFailure(
     case="ops.Scale(rank=3)", case_id=4, previous="pass", status="error", detail="E: x | <b>"
 )
+SLOWER_BY_A_FIFTH = {"baseline": 1e-3, "head": 1.2e-3, "effect": 0.2, "ci_low": 0.1, "ci_high": 0.3}
 ROWS = {
     "correctness": [FAILURE],
     "fixed": [CaseFixed(case="ops.Fixed()", case_id=5, previous="error", previous_detail="was broken")],
     "regressions": [
-        TimingChange(
-            benchmark="gemm.Gemm.track_seconds",
-            unit="seconds",
-            baseline=1e-3,
-            head=1.2e-3,
-            effect=0.2,
-            ci_low=0.1,
-            ci_high=0.3,
-            series_id=9,
-        )
+        TimingChange(benchmark="gemm.Gemm.track_seconds", unit="seconds", series_id=9, **SLOWER_BY_A_FIFTH)
     ],
     "improvements": [
         TimingChange(benchmark="rht.Rht.track_seconds", unit="seconds", baseline=2e-3, head=1e-3, effect=-0.5)
@@ -86,7 +78,7 @@ def test_the_payload_parses_back_into_the_same_report_on_githubs_side():
     envelope = {"id": "e1", "type": "pr.report", "created_at": "2026-12-01T10:00:00+00:00", "data": payload}
     event = parse_report(json.dumps(envelope))
     assert PrReport.model_validate(event.report.model_dump(exclude={"markdown"})) == report
-    assert event.markdown == render_pr_report(report)
+    assert event.report.markdown == render_pr_report(report)
     assert commit_state(event)[0] == "failure"
 
 
@@ -95,7 +87,10 @@ def test_a_payload_of_the_earlier_shape_still_parses():
     event = parse_report(json.dumps(kept))
     data = kept["data"]
     assert event.report.correctness_failures == data["correctness_failures"] == 2
-    assert event.pr_link == data["links"]["pr"] and event.regressions == data["counts"]["regression"]
+    assert (
+        event.report.links.pr == data["links"]["pr"]
+        and event.cases("regression") == data["counts"]["regression"]
+    )
     assert event.report.correctness == [] and event.report.base_run_ids == data["base_run_ids"]
 
 

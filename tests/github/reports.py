@@ -9,6 +9,7 @@ from tewatch.findings.pr_report import CaseFailure, PrReport, TimingChange
 from tewatch.pipeline.pr_comparison import pr_report_event
 
 PUBLIC_URL = "http://tewatch.example"
+TWICE_AS_SLOW = {"baseline": 1e-4, "head": 2e-4, "effect": 1.0, "ci_low": 0.9, "ci_high": 1.1}
 
 
 def report_payload(
@@ -39,15 +40,7 @@ def report_payload(
             for n in range(failures)
         ],
         regressions=[
-            TimingChange(
-                benchmark=f"quantize.Quantize.track_seconds(n={n})",
-                unit="seconds",
-                baseline=1e-4,
-                head=2e-4,
-                effect=1.0,
-                ci_low=0.9,
-                ci_high=1.1,
-            )
+            TimingChange(benchmark=f"quantize.Quantize.track_seconds(n={n})", unit="seconds", **TWICE_AS_SLOW)
             for n in range(regressions)
         ],
         case_counts={"regression": regressions, "improvement": improvements, "unchanged": 40},

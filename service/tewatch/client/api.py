@@ -9,11 +9,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
-from tewatch.client.retries import RetryableAnswer, RetryPolicy, retry_backoff, retryable_status
+from tewatch.client.retries import RetryableAnswer, RetryPolicy, retryable_status
 
 API = "/api/v1"
 UPLOAD_TIMEOUT_S = 300.0
@@ -51,7 +51,20 @@ class Sent:
     error: str = ""
 
 
-class ApiClient:
+class Closing:
+    """Closed on leaving a `with` block."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class ApiClient(Closing):
     """A tewatch service at `url`; `token` for uploads, detection, webhooks, and reads where the service
     requires one."""
 
@@ -69,12 +82,6 @@ class ApiClient:
 
     def close(self) -> None:
         self._client.close()
-
-    def __enter__(self) -> ApiClient:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     # the HTTP ---------------------------------------------------------------------------------------------
 
@@ -179,21 +186,11 @@ class ApiClient:
     ) -> Sent:
         """One results file with its sidecar (`parts`: form part name, file), retried as `policy` says;
         `detect` False leaves detection to a later `detect()`."""
-        import stamina
-
         endpoint = f"{API}/runs" + ("" if detect else "?detect=later")
         parts = list(parts)
         tries = 0
         try:
-            for attempt in stamina.retry_context(
-                on=retry_backoff,
-                attempts=policy.attempts,
-                timeout=policy.retry_for,
-                wait_initial=policy.wait,
-                wait_max=policy.wait_max,
-                wait_jitter=policy.wait,
-                wait_exp_base=2,
-            ):
+            for attempt in policy.attempts_of():
                 with attempt:
                     tries = attempt.num
                     answer = self._post_files(endpoint, parts, fields)

@@ -11,10 +11,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-import httpx
-
 from tewatch.client import frames
-from tewatch.client.api import ApiClient
+from tewatch.client.api import ApiClient, Closing
 
 PAGE = 1000  # runs, commits and a run's results per request (the most /runs allows)
 CASE_PAGE = 10000
@@ -37,19 +35,12 @@ def _ids(values: int | Iterable[int] | pd.Series) -> list[int]:
     return [int(v) for v in dict.fromkeys(values) if not pd.isna(v)]
 
 
-class Client:
+class Client(Closing):
     """A tewatch service at `url` (e.g. http://127.0.0.1:8000). `token` is needed only where the service
-    requires one for reads (TEWATCH_READ_TOKEN_REQUIRED)."""
+    requires one for reads (TEWATCH_READ_TOKEN_REQUIRED); `options` are ApiClient's (timeout, transport)."""
 
-    def __init__(
-        self,
-        url: str,
-        token: str | None = None,
-        *,
-        timeout: float = 60.0,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        self._http = ApiClient(url, token, timeout=timeout, transport=transport)
+    def __init__(self, url: str, token: str | None = None, **options: Any) -> None:
+        self._http = ApiClient(url, token, **options)
         self._catalog: tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]]] | None = None
 
     @property
@@ -58,12 +49,6 @@ class Client:
 
     def close(self) -> None:
         self._http.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     # runs ---------------------------------------------------------------------------------------------
 

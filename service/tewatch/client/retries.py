@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported where a request is made: the CLI reads the defaults below at start
+    from collections.abc import Iterable
+
     import httpx
+    import stamina
 
 RETRY_ATTEMPTS = 5
 RETRY_FOR_S = 120.0
@@ -26,6 +29,15 @@ class RetryPolicy:
     @property
     def wait_max(self) -> float:
         return max(self.wait, RETRY_WAIT_MAX_S)
+
+    def attempts_of(self) -> Iterable[stamina.Attempt]:
+        """The tries, each a context manager, with the backoff between them."""
+        import stamina
+
+        backoff = {"wait_initial": self.wait, "wait_max": self.wait_max, "wait_jitter": self.wait}
+        return stamina.retry_context(
+            on=retry_backoff, attempts=self.attempts, timeout=self.retry_for, wait_exp_base=2, **backoff
+        )
 
 
 class RetryableAnswer(Exception):

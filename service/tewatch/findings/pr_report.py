@@ -22,8 +22,16 @@ class Row(BaseModel):
         raise NotImplementedError
 
 
-def _case_link(case_id: int | None) -> str | None:
-    return f"/case/{case_id}" if case_id is not None else None
+def _failure_cells(
+    case: str, case_id: int | None, previous: str, status: str, detail: str
+) -> tuple[Cell, ...]:
+    link = f"/case/{case_id}" if case_id is not None else None
+    return (
+        Cell("case", case, link=link),
+        Cell("previous", previous),
+        Cell("status", status),
+        Cell("detail", detail),
+    )
 
 
 class CaseFailure(Row):
@@ -37,12 +45,7 @@ class CaseFailure(Row):
     detail: str = Field(description="what it failed with: the check, exception and message, or the metric")
 
     def cells(self, pr_number: int) -> tuple[Cell, ...]:
-        return (
-            Cell("case", self.case, link=_case_link(self.case_id)),
-            Cell("previous", self.previous),
-            Cell("status", self.status),
-            Cell("detail", self.detail),
-        )
+        return _failure_cells(self.case, self.case_id, self.previous, self.status, self.detail)
 
 
 class CaseFixed(Row):
@@ -70,12 +73,7 @@ class CaseFixed(Row):
     links: dict[str, str] = Field(default_factory=dict, description="`case`: the case's dashboard page")
 
     def cells(self, pr_number: int) -> tuple[Cell, ...]:
-        return (
-            Cell("case", self.case, link=_case_link(self.case_id)),
-            Cell("previous", self.previous),
-            Cell("status", self.status),
-            Cell("detail", self.previous_detail),
-        )
+        return _failure_cells(self.case, self.case_id, self.previous, self.status, self.previous_detail)
 
 
 class TimingChange(Row):

@@ -55,9 +55,10 @@ def render(kept: list[Section]) -> str:
     return "\n\n".join([MARKER, *(s.render() for s in sorted(kept, key=lambda s: s.gpu_model))]) + "\n"
 
 
-def comment_body(existing: str | None, report: PrReportEvent) -> str | None:
-    """The comment with `report` merged in; None when the comment already holds something newer."""
-    incoming = Section(report.gpu_model, report.head_sha, report.created_at, report.markdown)
+def comment_body(existing: str | None, event: PrReportEvent) -> str | None:
+    """The comment with `event`'s report merged in; None when the comment already holds something newer."""
+    report = event.report
+    incoming = Section(report.gpu_model, report.head_sha, event.created_at, report.markdown)
     by_gpu = {s.gpu_model: s for s in sections(existing or "")}
     current = by_gpu.get(incoming.gpu_model)
     if current is not None and current.at > incoming.at:

@@ -23,22 +23,22 @@ class GitHubPublisher:
 
     def publish(self, body: bytes | str) -> Outcome:
         try:
-            report = parse_report(body)
+            event = parse_report(body)
         except ReportError as exc:
             return Outcome(error=str(exc), final=True)
         try:
-            return self._publish(report)
+            return self._publish(event)
         except Exception as exc:  # githubkit's errors and anything unforeseen: classified, never raised
             return outcome_of(exc)
 
     # the steps ------------------------------------------------------------------------------------------
-    def _publish(self, report: PrReportEvent) -> Outcome:
-        if report.repo and report.repo.lower() != self.config.repository.lower():
+    def _publish(self, event: PrReportEvent) -> Outcome:
+        if event.report.repo and event.report.repo.lower() != self.config.repository.lower():
             return Outcome(
-                response_head=f"skipped: a pull request of {report.repo}, not {self.config.repository}"
+                response_head=f"skipped: a pull request of {event.report.repo}, not {self.config.repository}"
             )
-        ours = self._our_comments(report.pr_number)
-        body = comment_body(ours[0].body if ours else None, report)
+        ours = self._our_comments(event.report.pr_number)
+        body = comment_body(ours[0].body if ours else None, event)
         if body is None:
             return Outcome(status_code=200, response_head="skipped: the comment holds a newer report")
         if ours:
@@ -48,22 +48,22 @@ class GitHubPublisher:
                 done = "updated"
             self._delete([c.id for c in ours[1:]])
         else:
-            comment_id = self._create(report.pr_number, body)
-            comment_id = self._one_left(report, comment_id)
+            comment_id = self._create(event.report.pr_number, body)
+            comment_id = self._one_left(event, comment_id)
             done = "created"
-        state, description = commit_state(report)
+        state, description = commit_state(event)
         answer = self.github.rest.repos.create_commit_status(
             self.config.owner,
             self.config.repo,
-            report.head_sha,
+            event.report.head_sha,
             state=state,
-            target_url=report.pr_link,
+            target_url=event.report.links.pr,
             description=description,
-            context=status_context(self.config.status_context, report),
+            context=status_context(self.config.status_context, event),
         )
         return Outcome(
             status_code=answer.status_code,
-            response_head=f"comment {comment_id} {done}; status {state} on {report.head_sha[:12]}",
+            response_head=f"comment {comment_id} {done}; status {state} on {event.report.head_sha[:12]}",
         )
 
     def _our_comments(self, pr_number: int) -> list[Any]:
@@ -89,15 +89,15 @@ class GitHubPublisher:
         for comment_id in comment_ids:
             self.github.rest.issues.delete_comment(self.config.owner, self.config.repo, comment_id)
 
-    def _one_left(self, report: PrReportEvent, created_id: int) -> int:
+    def _one_left(self, event: PrReportEvent, created_id: int) -> int:
         """Another worker may have created the comment at the same time: keep the oldest, with this report
         merged into it, and delete the rest."""
-        ours = self._our_comments(report.pr_number)
+        ours = self._our_comments(event.report.pr_number)
         if len(ours) <= 1:
             return created_id
         keeper = ours[0]
         if keeper.id != created_id:
-            merged = comment_body(keeper.body, report)
+            merged = comment_body(keeper.body, event)
             if merged is not None and merged != keeper.body:
                 self._update(keeper.id, merged)
         self._delete([c.id for c in ours[1:]])

@@ -28,37 +28,9 @@ class PrReportEvent:
     created_at: str
     report: PrReportPayload
 
-    @property
-    def pr_number(self) -> int:
-        return self.report.pr_number
-
-    @property
-    def repo(self) -> str:
-        return self.report.repo
-
-    @property
-    def head_sha(self) -> str:
-        return self.report.head_sha
-
-    @property
-    def gpu_model(self) -> str:
-        return self.report.gpu_model
-
-    @property
-    def markdown(self) -> str:
-        return self.report.markdown
-
-    @property
-    def pr_link(self) -> str:
-        return self.report.links.pr
-
-    @property
-    def regressions(self) -> int:
-        return (self.report.case_counts or self.report.counts).get("regression", 0)
-
-    @property
-    def improvements(self) -> int:
-        return (self.report.case_counts or self.report.counts).get("improvement", 0)
+    def cases(self, verdict: str) -> int:
+        """Cases of this verdict (comparisons, in a report that counted no cases)."""
+        return (self.report.case_counts or self.report.counts).get(verdict, 0)
 
 
 def parse_report(body: bytes | str) -> PrReportEvent:
@@ -75,20 +47,25 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def commit_state(report: PrReportEvent) -> tuple[Literal["success", "failure"], str]:
+def commit_state(event: PrReportEvent) -> tuple[Literal["success", "failure"], str]:
     """failure when the head brings a new correctness failure or a regression, success otherwise."""
-    if report.report.correctness_failures or report.regressions:
+    failures, regressions, improvements = (
+        event.report.correctness_failures,
+        event.cases("regression"),
+        event.cases("improvement"),
+    )
+    if failures or regressions:
         description = (
-            f"{_count(report.report.correctness_failures, 'new correctness failure')}, "
-            f"{_count(report.regressions, 'regression')} against the merge base"
+            f"{_count(failures, 'new correctness failure')}, "
+            f"{_count(regressions, 'regression')} against the merge base"
         )
         return "failure", description[:DESCRIPTION_CHARS]
     description = "no new correctness failure or regression"
-    if report.improvements:
-        description += f"; {_count(report.improvements, 'improvement')}"
+    if improvements:
+        description += f"; {_count(improvements, 'improvement')}"
     return "success", description[:DESCRIPTION_CHARS]
 
 
-def status_context(prefix: str, report: PrReportEvent) -> str:
+def status_context(prefix: str, event: PrReportEvent) -> str:
     """One status per GPU model: a pull request measured on two GPUs gets two."""
-    return f"{prefix}/{report.gpu_model}"
+    return f"{prefix}/{event.report.gpu_model}"

@@ -212,17 +212,7 @@ def plan_pr_comparison(
     compared, results = compare_run_samples(session, run.id, [r.id for r in base_runs], config, paired)
     primary = _primary_series(compared)
     series = [
-        SeriesFinding(
-            series_id,
-            info,
-            c.verdict.value,
-            c.baseline,
-            c.head,
-            c.effect,
-            c.ci_low,
-            c.ci_high,
-            series_id in primary,
-        )
+        SeriesFinding.of(series_id, info, c.verdict.value, c, series_id in primary)
         for series_id, info, c in compared
     ]
     rounds = max((c.rounds or 0 for c in results), default=0) or None

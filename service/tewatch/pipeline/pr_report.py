@@ -31,19 +31,31 @@ from tewatch.store.run_reads import run_verdicts
 REGRESSION, IMPROVEMENT = "regression", "improvement"
 
 
+def _number(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
 @dataclass(frozen=True)
 class SeriesFinding:
     """One series' comparison as the report reads it; `primary`: the steadier timing of its case."""
 
-    series_id: int
     info: SeriesInfo
     verdict: str
-    baseline: float | None
-    head: float | None
-    effect: float | None
-    ci_low: float | None
-    ci_high: float | None
+    timing: TimingChange
     primary: bool
+
+    @classmethod
+    def of(
+        cls, series_id: int, info: SeriesInfo, verdict: str, found: object, primary: bool
+    ) -> SeriesFinding:
+        """`found`: what a comparison says of the series, detect's Comparison as made or a PrComparison row
+        as stored (baseline, head, effect and its interval)."""
+        values = {
+            name: _number(getattr(found, name))
+            for name in ("baseline", "head", "effect", "ci_low", "ci_high")
+        }
+        timing = TimingChange(benchmark=info.label, unit=info.unit, series_id=series_id, **values)
+        return cls(info, verdict, timing, primary)
 
 
 def case_verdicts(series: list[SeriesFinding]) -> dict[int, str]:
@@ -66,26 +78,9 @@ def case_verdicts(series: list[SeriesFinding]) -> dict[int, str]:
     return verdicts
 
 
-def _number(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
-def _timing(found: SeriesFinding) -> TimingChange:
-    return TimingChange(
-        benchmark=found.info.label,
-        unit=found.info.unit,
-        baseline=_number(found.baseline),
-        head=_number(found.head),
-        effect=_number(found.effect),
-        ci_low=_number(found.ci_low),
-        ci_high=_number(found.ci_high),
-        series_id=found.series_id,
-    )
-
-
 def _largest_first(series: list[SeriesFinding], verdict: str) -> list[TimingChange]:
-    found = [s for s in series if s.verdict == verdict]
-    return [_timing(s) for s in sorted(found, key=lambda s: -abs(s.effect or 0.0))]
+    found = [s.timing for s in series if s.verdict == verdict]
+    return sorted(found, key=lambda t: -abs(t.effect or 0.0))
 
 
 def case_failures(
@@ -194,17 +189,7 @@ def stored_pr_report(session: Session, run: Run) -> PrReport:
     stored = [c for c in stored if c.detector_version == newest]
     infos = series_infos(session, [c.series_id for c in stored if c.series_id is not None])
     series = [
-        SeriesFinding(
-            c.series_id,
-            infos[c.series_id],
-            c.verdict,
-            c.baseline,
-            c.head,
-            c.effect,
-            c.ci_low,
-            c.ci_high,
-            bool(c.primary),
-        )
+        SeriesFinding.of(c.series_id, infos[c.series_id], c.verdict, c, bool(c.primary))
         for c in stored
         if c.series_id is not None and c.series_id in infos
     ]
