@@ -35,7 +35,7 @@ from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared, Unsupported
 from benchmarks.harness.cpu_ops import cpu_op_checks
 from benchmarks.harness.dcp_round_trip import RECIPES as DCP_RECIPES
-from benchmarks.harness.numerics import differing_buffers, relative_error
+from benchmarks.harness.numerics import differing_buffers, error_metrics, relative_error
 from benchmarks.harness.profiles import (
     Profile,
     current_profile,
@@ -112,9 +112,12 @@ class Determinism(_QuantizerCheck):
         device = _device(quantizer, profile)
         torch.manual_seed(0)
         x = torch.randn(profile.contract_shape, dtype=torch.bfloat16, device=device)
-        first, _ = _quantize(quantizer, x)
-        second, _ = _quantize(quantizer, x)
+        first, first_values = _quantize(quantizer, x)
+        second, second_values = _quantize(quantizer, x)
         differing = differing_buffers(first, second)
+        if first_values is not None:
+            with self.optional("error metrics"):
+                self.record.errors("repeat_vs_first", error_metrics(second_values, first_values))
         self.record.add(
             records.Check(
                 check="determinism",

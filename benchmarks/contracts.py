@@ -19,7 +19,7 @@ from typing import Any
 
 from benchmarks.harness import gates, records
 from benchmarks.harness.case import Case, Prepared, Unsupported
-from benchmarks.harness.numerics import bytes_equal, differing_buffers, max_abs_difference
+from benchmarks.harness.numerics import bytes_equal, differing_buffers, error_metrics, max_abs_difference
 from benchmarks.harness.profiles import Profile, current_profile, selected_backends, spread_over_rank
 
 _PROFILE = current_profile()
@@ -190,6 +190,8 @@ class CpuRoundTrip(_PerQuantizerCase):
             fn = lambda: q.cpu()  # noqa: E731
         diff = max_abs_difference(got, expected)
         self.record.add(records.compare("cpu_round_trip", "max_abs_diff", diff, 0.0))
+        with self.optional("error metrics"):
+            self.record.errors("cpu_vs_gpu", error_metrics(got, expected))
         return Prepared(fn=fn, device="cpu")
 
 
@@ -278,6 +280,11 @@ if _TE or "te-ref" in selected_backends():
                     "amax_t": (ours_col.global_amax, ref.global_amax_col),
                 }
             differing = sorted(n for n, (a, b) in pairs.items() if not bytes_equal(a, b))
+            with self.optional("error metrics"):
+                ours = emu.dequantize_nvfp4(ours_row, torch.float32).reshape(x.shape)
+                self.record.errors(
+                    "emulation_vs_reference", error_metrics(ours, te_ops.dequantize_reference(ref))
+                )
             self.record.add(
                 records.Check(
                     check="emulation_vs_reference",

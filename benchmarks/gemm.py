@@ -10,7 +10,7 @@ from typing import Any
 
 from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared
-from benchmarks.harness.numerics import relative_error
+from benchmarks.harness.numerics import error_metrics, relative_error
 from benchmarks.harness.profiles import Profile, current_profile, parse_shape, selected_backends
 
 BACKEND_OF = {
@@ -81,6 +81,8 @@ class Gemm(Case):
         self.record.add(
             records.compare("vs_fp32", "rel_l2", relative_error(out, expected), TOLERANCE[recipe])
         )
+        with self.optional("error metrics"):
+            self.record.errors("output_vs_fp32", error_metrics(out, expected))
         del expected
         if recipe == "nvfp4":
             self._check_native_vs_reference(x, w, out)
@@ -129,6 +131,8 @@ class Gemm(Case):
 
     def _check_native_vs_reference(self, x: Any, w: Any, out: Any) -> None:
         ref = self._operands("nvfp4-ref", x, w)()
+        with self.optional("error metrics"):
+            self.record.errors("native_vs_reference", error_metrics(out, ref))
         self.record.add(
             records.compare(
                 "native_vs_reference", "rel_l2", relative_error(out, ref), NATIVE_VS_REFERENCE_TOLERANCE

@@ -15,7 +15,7 @@ from typing import Any
 from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared
 from benchmarks.harness.linear_steps import fwd_bwd, timed_fwd_bwd
-from benchmarks.harness.numerics import max_abs_difference, relative_error
+from benchmarks.harness.numerics import error_metrics, max_abs_difference, relative_error
 from benchmarks.harness.params import invalid_combinations
 from benchmarks.harness.profiles import Profile, current_profile, selected_backends, spread_over_rank
 
@@ -117,6 +117,12 @@ class LinearFwdBwd(Case):
                 )
             )
             expected_dw = dy.reshape(-1, out_f).float().t() @ x.reshape(-1, in_f).float()
+            with self.optional("error metrics"):
+                self.record.errors("output_vs_fp32", error_metrics(y, x.float() @ w.t()))
+                self.record.errors("dgrad_vs_fp32", error_metrics(dx, dy.float() @ w))
+                self.record.errors("wgrad_vs_fp32", error_metrics(dw, expected_dw))
+                # what the recipe costs against the plain bf16 matmul of the same operands
+                self.record.errors("output_vs_bf16", error_metrics(y, x @ eager.weight.detach().t()))
             self.record.add(
                 records.compare(
                     "wgrad_vs_fp32",
@@ -126,7 +132,9 @@ class LinearFwdBwd(Case):
                     tensor="wgrad",
                 )
             )
-            return Prepared(fn=timed_fwd_bwd(eager, forward_eager, x, dy, cudagraphs=False), device=device)
+            return Prepared(
+                fn=timed_fwd_bwd(eager, forward_eager, x, dy, cudagraphs=False), device=device, steps=True
+            )
 
         import torch._dynamo
         from torch._dynamo.utils import counters
@@ -152,6 +160,9 @@ class LinearFwdBwd(Case):
             "dgrad": max_abs_difference(dxc, dx),
             "wgrad": max_abs_difference(dwc, dw),
         }
+        with self.optional("error metrics"):
+            for name, (got, want) in {"output": (yc, y), "dgrad": (dxc, dx), "wgrad": (dwc, dw)}.items():
+                self.record.errors(f"compiled_{name}_vs_eager", error_metrics(got, want))
         worst = max(diffs.values(), key=lambda v: float("inf") if v != v else v)
         self.record.add(
             records.compare(
@@ -166,6 +177,7 @@ class LinearFwdBwd(Case):
         return Prepared(
             fn=timed_fwd_bwd(compiled, forward_compiled, x, dy, cudagraphs=cudagraphs),
             device=device,
+            steps=True,
             reference=("eager", timed_fwd_bwd(eager, forward_eager, x, dy, cudagraphs=False)),
         )
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared
-from benchmarks.harness.numerics import relative_error
+from benchmarks.harness.numerics import E4M3_MAX, error_metrics, relative_error, scale_health
 from benchmarks.harness.params import invalid_combinations
 from benchmarks.harness.profiles import Profile, current_profile, parse_shape, selected_backends
 
@@ -102,6 +102,9 @@ class Quantize(Case):
         if "rowwise" in q:
             deq = emu.dequantize_nvfp4(q["rowwise"], torch_float32()).reshape(x2d.shape)
             self.record.add(records.compare("dequantize_error", "rel_l2", relative_error(deq, x2d), tol))
+            with self.optional("error metrics"):
+                self.record.errors("dequantized_vs_input", error_metrics(deq, x2d))
+                self._scale_health(q["rowwise"].scales, q["rowwise"].global_amax)
         if "columnwise" in q:
             cq = q["columnwise"]
             expected = x2d.t().contiguous()
@@ -111,20 +114,38 @@ class Quantize(Case):
             self.record.add(
                 records.compare("dequantize_error_columnwise", "rel_l2", relative_error(deq, expected), tol)
             )
+            with self.optional("error metrics"):
+                self.record.errors("dequantized_columnwise_vs_input", error_metrics(deq, expected))
+                if "rowwise" not in q:
+                    self._scale_health(cq.scales, cq.global_amax)
+
+    def _scale_health(self, scales: Any, global_amax: Any, suffix: str = "") -> None:
+        """The block scales' health and the tensor's global amax (NVFP4)."""
+        for name, share in scale_health(scales).items():
+            self.record.metric(name + suffix, share, "share")
+        self.record.metric("global_amax" + suffix, float(global_amax.float().max()), "value")
 
     def _check_reference(self, ref: Any, q: Any, x2d: Any) -> None:
         from benchmarks.harness import te_ops
 
         tol = TOLERANCE["nvfp4"]
+        m, k = x2d.shape
         if q.data is not None:
             deq = te_ops.dequantize_reference(q)
             self.record.add(records.compare("dequantize_error", "rel_l2", relative_error(deq, x2d), tol))
+            with self.optional("error metrics"):
+                self.record.errors("dequantized_vs_input", error_metrics(deq, x2d))
+                self._scale_health(q.scale[:m, : k // 16], q.global_amax_row)
         if q.data_t is not None:
             expected = ref._apply_rht(x2d.t().contiguous())
             deq = te_ops.dequantize_reference(q, columnwise=True)
             self.record.add(
                 records.compare("dequantize_error_columnwise", "rel_l2", relative_error(deq, expected), tol)
             )
+            with self.optional("error metrics"):
+                self.record.errors("dequantized_columnwise_vs_input", error_metrics(deq, expected))
+                if q.data is None:
+                    self._scale_health(q.scale_t[:k, : m // 16], q.global_amax_col)
 
     def _prepare_native(self, x: Any, x2d: Any, variant: str) -> Prepared:
         import torch
@@ -150,11 +171,19 @@ class Quantize(Case):
                     tolerance=1.0,
                 )
             )
+        if variant != "nvfp4-sr":
+            with self.optional("error metrics"):
+                first = out.dequantize(dtype=torch.float32)
+                repeat = again.dequantize(dtype=torch.float32)
+                self.record.errors("repeat_vs_first", error_metrics(repeat, first))
         if variant in FP8_VARIANTS:
             deq = out.dequantize(dtype=torch.float32).reshape(x2d.shape)
             self.record.add(
                 records.compare("dequantize_error", "rel_l2", relative_error(deq, x2d), TOLERANCE["fp8"])
             )
+            with self.optional("error metrics"):
+                self.record.errors("dequantized_vs_input", error_metrics(deq, x2d))
+                self._fp8_scales(buffers)
         elif variant != "nvfp4-sr":
             self._check_native_vs_reference(variant, x2d, buffers)
 
@@ -163,6 +192,16 @@ class Quantize(Case):
                 q.update_quantized(x, out)
 
         return Prepared(fn=run, device="cuda")
+
+    def _fp8_scales(self, buffers: dict[str, Any]) -> None:
+        """FP8's inverse scales (float32, one per tensor or per block): the largest, times E4M3's largest
+        value, is the amax the scale was set from (rounded down to a power of two where the recipe forces
+        such scales), and the share of zero scales."""
+        import torch
+
+        scales = torch.cat([b.detach().float().reshape(-1) for n, b in buffers.items() if "scale_inv" in n])
+        self.record.metric("global_amax", E4M3_MAX * float(scales.max()), "value")
+        self.record.metric("scale_zero_share", float((scales == 0).float().mean()), "share")
 
     def _check_native_vs_reference(self, variant: str, x2d: Any, buffers: dict[str, Any]) -> None:
         """TE's own exactness test: native NVFP4 == NVFP4QuantizerRef, bit for bit."""

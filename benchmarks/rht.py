@@ -11,7 +11,7 @@ from typing import Any
 
 from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared
-from benchmarks.harness.numerics import relative_error
+from benchmarks.harness.numerics import error_metrics, relative_error
 from benchmarks.harness.profiles import Profile, current_profile, parse_shape, selected_backends
 
 _PROFILE = current_profile()
@@ -59,6 +59,8 @@ class Rht(Case):
                 "inverse", "rel_l2", relative_error(emu.apply_rht(y, inverse=True), x), 2 * BF16_TOLERANCE
             )
         )
+        with self.optional("error metrics"):
+            self.record.errors("inverse_vs_input", error_metrics(emu.apply_rht(y, inverse=True), x))
         backend = p["backend"]
         if backend == "torch-ref":
             return Prepared(fn=lambda: emu.apply_rht(x), device=profile.device)
@@ -70,6 +72,8 @@ class Rht(Case):
             self.record.add(
                 records.compare("reference_vs_emulation", "rel_l2", relative_error(theirs, y), BF16_TOLERANCE)
             )
+            with self.optional("error metrics"):
+                self.record.errors("reference_vs_emulation", error_metrics(theirs, y))
             return Prepared(fn=lambda: ref._apply_rht(x), device="cuda")
         q = te_ops.quantizer("nvfp4-rht-col")
         out = q.make_empty(shape, dtype=torch.bfloat16, device="cuda")

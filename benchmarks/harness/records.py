@@ -24,6 +24,8 @@ STATUSES = ("pass", "fail_accuracy", "error", "unsupported", "timeout", "oom")
 # the verdict of a case is its most severe check
 _SEVERITY = {"pass": 0, "unsupported": 1, "fail_accuracy": 2, "timeout": 3, "oom": 3, "error": 4}
 TRACEBACK_HEAD_LINES = 12
+# units of the error metrics a check writes beside its verdict (docs/records.md)
+ERROR_UNITS = {"max_abs": "abs error", "rel_l2": "rel error", "sqnr_db": "dB"}
 
 
 def canonical_params(params: dict[str, Any]) -> str:
@@ -126,6 +128,15 @@ class CaseRecord:
         self.metrics[name] = {"value": float(value), "unit": unit}
         if samples:
             self.metrics[name]["samples"] = [float(s) for s in samples]
+
+    def errors(self, against: str, values: dict[str, float]) -> None:
+        """A comparison's error metrics, each named `<against>_<kind>` (`output_vs_fp32_rel_l2`); a
+        non-finite one is left out and named in the notes."""
+        for kind, value in values.items():
+            if math.isfinite(value):
+                self.metric(f"{against}_{kind}", value, ERROR_UNITS[kind])
+            else:
+                self.notes.append(f"{against}_{kind} is {value}")
 
     def verdict(self) -> Check:
         if not self.checks:
