@@ -12,13 +12,15 @@ a `Prepared` and adds its checks to `self.record`.
 from __future__ import annotations
 
 import abc
+import contextlib
 import statistics
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from benchmarks.harness import gates, perturb, records
+from benchmarks.harness import gates, memory, perturb, records
 from benchmarks.harness.profiles import Profile, current_profile
 from benchmarks.harness.timing import Timing, TimingPlan, kernel_call_count, kernel_samples, measure
 
@@ -42,6 +44,9 @@ class Prepared:
     # (name, call): timed right after `fn` in the same process, stored as the ratio `<case>.over_<name>`,
     # which a busy host or a slow process moves far less than two cases' levels
     reference: tuple[str, Callable[[], Any]] | None = None
+    # `fn` is a training step (forward+backward): the allocated bytes after each of several steps give a
+    # leak slope (benchmarks.harness.memory)
+    steps: bool = False
 
 
 LONG_SPAN_MAX_SAMPLES = 1000
@@ -86,6 +91,15 @@ class Case(abc.ABC):
         labels = self.labels(p)
         return labels["backend"], labels.get("recipe", "bf16")
 
+    @contextlib.contextmanager
+    def optional(self, what: str) -> Iterator[None]:
+        """Metrics beside a check (error values, scale health): one that cannot be computed is named in
+        the notes and costs the case nothing else."""
+        try:
+            yield
+        except Exception as exc:
+            self.record.notes.append(f"no {what}: {type(exc).__name__}: {exc}"[:500])
+
     # -- asv entry points ------------------------------------------------------------------------
 
     def setup(self, *values: Any) -> None:
@@ -125,7 +139,9 @@ class Case(abc.ABC):
         assert self.prepared is not None
         profile = current_profile()
         plan = sample_plan(profile, self.prepared)
-        nvml = _open_nvml() if self.prepared.device == "cuda" else None
+        on_gpu = self.prepared.device == "cuda"
+        setup_bytes = memory.held_bytes() if on_gpu else None
+        nvml = _open_nvml() if on_gpu else None
         states = [nvml.sample()] if nvml else []
         perturb.touched.clear()
         try:
@@ -141,6 +157,8 @@ class Case(abc.ABC):
             states.append(nvml.sample())
         if self.prepared.device == "cuda" and self.prepared.kernel_time:
             self._kernel_time(timing, plan)
+        if setup_bytes is not None:
+            self._memory(timing, setup_bytes)
         self._finish(timing, states)
         return timing.asv_payload()
 
@@ -171,6 +189,21 @@ class Case(abc.ABC):
         kernel = statistics.median(kernels)
         self.record.metric("kernel_seconds", kernel, "seconds", samples=kernels)
         self.record.metric("host_overhead_seconds", max(timing.median - kernel, 0.0), "seconds")
+
+    def _memory(self, timing: Timing, setup_bytes: int) -> None:
+        """The case's memory in calls of its own, after every timed call; what it cost goes to stderr. A
+        measurement that fails costs the case its memory metrics, never its verdict."""
+        assert self.prepared is not None
+        started = time.perf_counter()
+        try:
+            found = memory.measure(self.prepared.fn, setup_bytes, self.prepared.steps, timing.median)
+        except Exception as exc:
+            self.record.notes.append(f"no memory metrics: {type(exc).__name__}: {exc}"[:500])
+            return
+        for name, (value, unit) in found.items():
+            self.record.metric(name, value, unit)
+        cost = time.perf_counter() - started
+        print(f"{memory.COST_MARKER}{cost:.4f} {self.record.case_id}", file=sys.stderr, flush=True)
 
     def _finish(self, timing: Timing, states: list[dict[str, Any]]) -> None:
         from benchmarks.harness.gpu_state import collect_series
