@@ -41,6 +41,26 @@ process, the way a kernel that does more work would):
 - `fp8-current-extra-pass` (not a delay): Float8CurrentScalingQuantizer reads its input once more for its
   amax before quantizing, a redundant pass (quantize suite and te.Linear with FP8 current scaling).
 
+Memory (each a change in bytes the memory metrics of docs/records.md should show, at its size):
+
+- `linear-leak-1mib`: te.Linear's forward keeps a 1 MiB tensor of every eager call for good (a saved
+  tensor, or a cache keyed by step, that is never released): te.Linear's `leak_bytes_per_step` becomes
+  1 MiB, its steady state climbs with the number of steps run.
+- `gemm-extra-workspace-64mib`: TE's general_gemm, as the GEMM suite calls it, allocates a second 64 MiB
+  workspace at its first call and keeps it (a workspace allocated per call site instead of shared): the
+  GEMM cases' setup and peak bytes grow by 64 MiB.
+- `fp8-current-cache-twice`: Float8CurrentScalingQuantizer keeps a copy of the buffers of the tensor it
+  last produced (a cache kept twice): the quantize suite's FP8 current cases and te.Linear with FP8
+  current scaling hold one quantized copy more, as large as the FP8 data and its transpose.
+
+Numerics:
+
+- `fp8-current-shift-1pct`: Float8CurrentScalingQuantizer quantizes its input multiplied by 1.01, so
+  every FP8 current-scaling result moves by 1 % (te.Linear's output by about 2 %: both operands), well
+  inside the checks' tolerances: the verdicts stay `pass`, the error metrics move (the quantize suite's
+  relative L2 error against its input from about 0.026 to about 0.028, tolerance 0.04). The multiply
+  is one more elementwise pass, so those calls also take a little longer.
+
 Every patched call counts itself in `touched`, so a case can say which perturbations its timed call ran.
 """
 
@@ -373,6 +393,99 @@ def _fp8_current_extra_pass(te: Any) -> None:
         setattr(cls, method, functools.wraps(original)(with_extra_pass))
 
 
+MIB = 2**20
+# what `linear-leak-1mib` holds on to, for the life of the process
+leaked: list[Any] = []
+
+
+def _compiling() -> bool:
+    import torch
+
+    return bool(torch.compiler.is_compiling())
+
+
+def _linear_leak(te: Any) -> None:
+    import torch
+
+    cls = te.te.Linear
+    original = cls.forward
+
+    @functools.wraps(original)
+    def leaking(self: Any, inp: Any, *args: Any, **kwargs: Any) -> Any:
+        out = original(self, inp, *args, **kwargs)
+        if not _compiling():
+            touched["linear-leak-1mib"] += 1
+            leaked.append(torch.empty(MIB, dtype=torch.uint8, device=inp.device))
+        return out
+
+    cls.forward = leaking
+
+
+def _gemm_extra_workspace(te: Any) -> None:
+    import torch
+
+    original = te.general_gemm
+    workspace: list[Any] = []
+
+    @functools.wraps(original)
+    def with_workspace(*args: Any, **kwargs: Any) -> Any:
+        touched["gemm-extra-workspace-64mib"] += 1
+        if not workspace:
+            workspace.append(torch.empty(64 * MIB, dtype=torch.uint8, device="cuda"))
+        return original(*args, **kwargs)
+
+    te.general_gemm = with_workspace
+
+
+def _buffers_of(t: Any) -> dict[str, Any]:
+    from benchmarks.harness.te_ops import inner_buffers
+
+    return {n: b.detach().clone() for n, b in inner_buffers(t).items() if not n.endswith("scale_inv")}
+
+
+def _fp8_current_cache_twice(te: Any) -> None:
+    cls = te.te.Float8CurrentScalingQuantizer
+    quantize_impl, update_quantized = cls.quantize_impl, cls.update_quantized
+
+    @functools.wraps(quantize_impl)
+    def keeping(self: Any, tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        out = quantize_impl(self, tensor, *args, **kwargs)
+        if not _compiling():
+            touched["fp8-current-cache-twice"] += 1
+            self._kept_twice = _buffers_of(out)
+        return out
+
+    @functools.wraps(update_quantized)
+    def updating(self: Any, src: Any, dst: Any, *args: Any, **kwargs: Any) -> Any:
+        out = update_quantized(self, src, dst, *args, **kwargs)
+        if not _compiling():
+            touched["fp8-current-cache-twice"] += 1
+            self._kept_twice = _buffers_of(dst)
+        return out
+
+    cls.quantize_impl, cls.update_quantized = keeping, updating
+
+
+SHIFT = 1.01
+
+
+def _fp8_current_shift(te: Any) -> None:
+    cls = te.te.Float8CurrentScalingQuantizer
+    quantize_impl, update_quantized = cls.quantize_impl, cls.update_quantized
+
+    @functools.wraps(quantize_impl)
+    def shifted(self: Any, tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        touched["fp8-current-shift-1pct"] += 1
+        return quantize_impl(self, tensor * SHIFT, *args, **kwargs)
+
+    @functools.wraps(update_quantized)
+    def shifted_update(self: Any, src: Any, dst: Any, *args: Any, **kwargs: Any) -> Any:
+        touched["fp8-current-shift-1pct"] += 1
+        return update_quantized(self, src * SHIFT, dst, *args, **kwargs)
+
+    cls.quantize_impl, cls.update_quantized = shifted, shifted_update
+
+
 TORCH_REF: dict[str, Callable[[Any], None]] = {
     "torchref-slow-quantize": _slow_quantize,
     "torchref-rank3-dequantize": _rank3_dequantize,
@@ -391,6 +504,10 @@ TE: dict[str, Callable[[Any], None]] = {
     "te-ref-rht-slower-12": _te_ref_rht_slower,
     "fp8-current-extra-pass": _fp8_current_extra_pass,
     "fp8-current-stale-nd-update": _fp8_current_stale_nd_update,
+    "linear-leak-1mib": _linear_leak,
+    "gemm-extra-workspace-64mib": _gemm_extra_workspace,
+    "fp8-current-cache-twice": _fp8_current_cache_twice,
+    "fp8-current-shift-1pct": _fp8_current_shift,
 }
 
 
