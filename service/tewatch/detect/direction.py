@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-HIGHER_IS_BETTER_UNITS = frozenset({"TFLOP/s", "fraction"})
+HIGHER_IS_BETTER_UNITS = frozenset({"TFLOP/s", "fraction", "dB"})
 
 
 class Direction(str, enum.Enum):
@@ -13,7 +13,8 @@ class Direction(str, enum.Enum):
 
 
 def higher_is_better(unit: str) -> bool:
-    """Higher is better for throughput ("TFLOP/s") and shares ("fraction"); lower for everything else."""
+    """Higher is better for throughput ("TFLOP/s"), shares ("fraction") and signal-to-noise ratios ("dB");
+    lower for everything else."""
     return unit in HIGHER_IS_BETTER_UNITS
 
 

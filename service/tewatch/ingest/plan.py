@@ -33,7 +33,7 @@ from tewatch.ingest.records import CaseRecord, Check, RunRecord, parse_record
 from tewatch.ingest.stderr_log import failure_text, split_sections
 
 LABEL_COLUMNS = ("backend", "recipe", "mode", "rank", "world_size")
-HIGHER_IS_BETTER_UNITS = {"TFLOP/s", "fraction"}
+HIGHER_IS_BETTER_UNITS = {"TFLOP/s", "fraction", "dB"}
 MACHINE_COLUMNS = {
     "machine",
     "cpu",

@@ -186,6 +186,8 @@ class CaseRecord(Strict):
     one_shot: bool = False  # a check timed once as a by-product: A/B rounds do not repeat it
     # A/B rounds: samples of each round per series of the case ("track_seconds", "kernel_seconds")
     round_sizes: dict[str, list[Annotated[int, Field(ge=0)]]] = Field(default_factory=dict)
+    # A/B rounds only: each round's value of a one-value metric (round 1's is the metric's value)
+    round_values: dict[str, list[float]] = Field(default_factory=dict)
     recorded_at: Time | None = None
 
     @field_validator("labels")

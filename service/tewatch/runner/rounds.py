@@ -135,12 +135,19 @@ def _run_round(side: _Side, index: int, timed: str | None) -> None:
 
 def _append_round(merged: dict[str, Any], fresh: dict[str, Any], index: int) -> None:
     """Round 1's verdict and metrics stay (its compiles were cold); sampled metrics gain this round's
-    samples; a later round that fails says so in the record's notes."""
+    samples, one-value metrics (bytes, error values) this round's value in `round_values`; a later round
+    that fails says so in the record's notes."""
     for metric in SAMPLED_METRICS:
         new = fresh.get("metrics", {}).get(metric, {}).get("samples")
         old = merged.get("metrics", {}).get(metric)
         if new and old is not None:
             old["samples"] = list(old.get("samples") or []) + list(new)
+    for name, metric in fresh.get("metrics", {}).items():
+        first = merged.get("metrics", {}).get(name)
+        if "samples" in metric or first is None or "samples" in first:
+            continue
+        values = merged.setdefault("round_values", {}).setdefault(name, [first["value"]])
+        values.append(metric["value"])
     if fresh["verdict"]["status"] != merged["verdict"]["status"]:
         notes = merged.setdefault("notes", [])
         notes.append(f"round {index}: {fresh['verdict']['status']} ({fresh['verdict'].get('check', '')})")
