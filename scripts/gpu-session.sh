@@ -17,7 +17,8 @@
 #   ab (kind nvidia-h200): an A/B campaign in rounds (`campaign_ab`): base and head with the four sized
 #        slowdowns (AB_PERTURB='' for the base's own code: an A/A), interleaved round by round (three, as
 #        the deadline allows: AB_DEADLINE seconds after the plan started), uploaded as pull request 1;
-#        with AB_ARMS=3 also an A/A arm of the base's own code (pull request 2), with CUDA_TESTS=1 the
+#        with AB_ARMS=3 also an A/A arm of the base's own code (pull request 2), AB_BENCH a regex of the
+#        benchmarks to run (asv --bench; all of the quick profile by default), with CUDA_TESTS=1 the
 #        emulation's CUDA tests first (`cuda_tests`), and with CHECKS_UNTIL=SECONDS the full profile's
 #        general checks after it (`checks`), in chunks, until that many seconds after the plan started.
 #   releases (kind nvidia-h200): the quick profile on each TE release of RELEASES, oldest first, each
@@ -80,13 +81,14 @@ plan_campaign() {
 
 plan_ab() {
   compile_threads=$(nproc)
-  local aa=() deadline=${AB_DEADLINE:-1480}
+  local aa=() bench=() deadline=${AB_DEADLINE:-1480}
   [[ ${AB_ARMS:-2} == 3 ]] && aa=(--aa)
+  [[ -n ${AB_BENCH:-} ]] && bench=(--bench "$AB_BENCH")
   if [[ ${CUDA_TESTS:-0} == 1 ]]; then
     CUDA_VISIBLE_DEVICES=0 job cuda_tests python3 -m pytest -q -p no:cacheprovider tests/emulation/test_cuda.py
   fi
   CUDA_VISIBLE_DEVICES=0 job campaign_ab timeout --signal=INT --kill-after=30 $((deadline - SECONDS + 150)) \
-    python3 -m tewatch campaign --profile quick --perturb "${AB_PERTURB-$perturb_ab}" --pr 1 "${aa[@]}" \
+    python3 -m tewatch campaign --profile quick --perturb "${AB_PERTURB-$perturb_ab}" --pr 1 "${aa[@]}" "${bench[@]}" \
     --rounds 3 --deadline $((deadline - SECONDS)) --out "$results/campaign_ab"
   if [[ -n ${CHECKS_UNTIL:-} ]]; then
     CUDA_VISIBLE_DEVICES=0 job checks in_chunks "$results/checks" $((CHECKS_UNTIL - SECONDS)) --profile full \
