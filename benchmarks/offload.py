@@ -71,6 +71,7 @@ if "te" in selected_backends():
                 held = torch.cuda.memory_allocated() - before
                 out.backward(dy)
                 torch.cuda.synchronize()
+                assert inp.grad is not None
                 grads = [inp.grad.detach().clone()] + [layer.weight.grad.detach().clone() for layer in layers]
                 return held, grads
 

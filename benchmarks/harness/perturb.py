@@ -394,8 +394,9 @@ def _fp8_current_extra_pass(te: Any) -> None:
 
 
 MIB = 2**20
-# what `linear-leak-1mib` holds on to, for the life of the process
-leaked: list[Any] = []
+# what the memory perturbations hold on to, for the life of the process
+leaked: list[Any] = []  # linear-leak-1mib: a tensor a step
+workspaces: list[Any] = []  # gemm-extra-workspace-64mib: the second workspace
 
 
 def _compiling() -> bool:
@@ -425,13 +426,13 @@ def _gemm_extra_workspace(te: Any) -> None:
     import torch
 
     original = te.general_gemm
-    workspace: list[Any] = []
 
     @functools.wraps(original)
     def with_workspace(*args: Any, **kwargs: Any) -> Any:
         touched["gemm-extra-workspace-64mib"] += 1
-        if not workspace:
-            workspace.append(torch.empty(64 * MIB, dtype=torch.uint8, device="cuda"))
+        if not workspaces:
+            device = next((a.device for a in args if hasattr(a, "device")), "cuda")
+            workspaces.append(torch.empty(64 * MIB, dtype=torch.uint8, device=device))
         return original(*args, **kwargs)
 
     te.general_gemm = with_workspace

@@ -78,6 +78,11 @@ def test_both_sides_have_every_round_and_say_so(ab_run) -> None:
                         assert record["case"].startswith("contracts.") and sizes[0] > 0 and sizes[1:] == [0]
                     else:
                         assert len(sizes) == 2 and all(s > 0 for s in sizes)
+                        # one-value metrics keep each round's value: the same inputs, the same error
+                        rounds = record["round_values"][
+                            "output_vs_fp32_rel_l2" if "Gemm" in name else "inverse_vs_input_rel_l2"
+                        ]
+                        assert len(rounds) == 2 and rounds[0] == rounds[1]
             assert all(s for s in samples)
     assert len(sessions) == 1
 

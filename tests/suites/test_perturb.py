@@ -136,3 +136,71 @@ def test_the_stale_nd_update_leaves_tensors_of_rank_three_as_they_were(monkeypat
     perturb.apply_to_te(SimpleNamespace(te=SimpleNamespace(Float8CurrentScalingQuantizer=Fp8Current)))
     assert Fp8Current().update_quantized(Source(2), []) == [2]
     assert Fp8Current().update_quantized(Source(3), []) == []
+
+
+def test_the_memory_perturbations_hold_what_they_name(monkeypatch) -> None:
+    import torch
+
+    class Linear:
+        def forward(self, inp):
+            return inp
+
+    class Fp8Tensor:
+        _INNER_TENSORS: ClassVar[list] = [("_data", None), ("_scale_inv", None)]
+
+        def __init__(self, data) -> None:
+            self._data, self._scale_inv = data, torch.ones(1)
+
+    class Fp8Current:
+        def quantize_impl(self, tensor):
+            return Fp8Tensor(tensor.to(torch.uint8))
+
+        def update_quantized(self, src, dst):
+            dst._data.copy_(src.to(torch.uint8))
+            return dst
+
+    def general_gemm(a, b, **kwargs):
+        return a
+
+    monkeypatch.setenv(perturb.ENV, "linear-leak-1mib,gemm-extra-workspace-64mib,fp8-current-cache-twice")
+    monkeypatch.setattr(perturb, "leaked", [])
+    monkeypatch.setattr(perturb, "workspaces", [])
+    namespace = SimpleNamespace(
+        general_gemm=general_gemm, te=SimpleNamespace(Linear=Linear, Float8CurrentScalingQuantizer=Fp8Current)
+    )
+    perturb.apply_to_te(namespace)
+    x = torch.arange(6.0)
+    for _ in range(3):
+        assert Linear().forward(x) is x
+    assert [t.numel() for t in perturb.leaked] == [perturb.MIB] * 3
+    namespace.general_gemm(x, x)
+    namespace.general_gemm(x, x)
+    assert [t.numel() for t in perturb.workspaces] == [64 * perturb.MIB]
+    quantizer = Fp8Current()
+    out = quantizer.quantize_impl(x)
+    assert set(quantizer._kept_twice) == {"_data"}  # the data again, not the scale
+    assert torch.equal(quantizer._kept_twice["_data"], out._data)
+    assert quantizer._kept_twice["_data"].data_ptr() != out._data.data_ptr()
+    quantizer.update_quantized(x + 1, out)
+    assert torch.equal(quantizer._kept_twice["_data"], (x + 1).to(torch.uint8))
+
+
+def test_the_fp8_shift_quantizes_its_input_one_percent_larger(monkeypatch) -> None:
+    import torch
+
+    seen = []
+
+    class Fp8Current:
+        def quantize_impl(self, tensor):
+            seen.append(tensor)
+            return "fp8"
+
+        def update_quantized(self, src, dst):
+            seen.append(src)
+            return dst
+
+    monkeypatch.setenv(perturb.ENV, "fp8-current-shift-1pct")
+    perturb.apply_to_te(SimpleNamespace(te=SimpleNamespace(Float8CurrentScalingQuantizer=Fp8Current)))
+    x = torch.tensor([1.0, -2.0])
+    assert Fp8Current().quantize_impl(x) == "fp8" and Fp8Current().update_quantized(x, "o") == "o"
+    assert all(torch.allclose(t, x * 1.01) for t in seen) and len(seen) == 2
