@@ -1,0 +1,117 @@
+"""Numerics: a check's error value (max-abs, relative L2, SQNR against its reference) between two runs.
+
+A verdict says pass or fail against a tolerance; a change that moves an error by a few percent inside the
+tolerance leaves it `pass`. The error values themselves are recorded on every run (docs/records.md), and
+the inputs are fixed by seed, so:
+
+- a *deterministic* metric (every run of identical code gave the same value, as every error metric of the
+  H200 fixtures tests/fixtures/h200-memnum-* did, to the last bit) changes only when the code does: any
+  difference between base and head is real;
+- a *non-deterministic* one (stochastic rounding, atomics in a reduction) moves between runs of identical
+  code: its band is NOISE_MULTIPLE times the largest relative spread such runs showed, and only a change
+  beyond the band counts.
+
+A real change that makes the error worse (a larger max-abs or relative L2, a smaller SQNR) is `drift`,
+one that makes it better `improvement`, with its size: "rel-L2 of output vs fp32 0.0375 -> 0.0427,
++13.7 %, tolerance 0.1".
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+NOISE_MULTIPLE = 4.0
+# the error kinds a check records, as metric name suffixes, with their names in words
+KINDS = {"max_abs": "max-abs", "rel_l2": "rel-L2", "sqnr_db": "SQNR dB"}
+HIGHER_IS_BETTER = {"sqnr_db"}
+
+
+class DriftVerdict(str, enum.Enum):
+    drift = "drift"  # the error got worse
+    improvement = "improvement"
+    unchanged = "unchanged"
+
+
+@dataclass(frozen=True)
+class ErrorMetric:
+    """An error metric's name taken apart: `output_vs_fp32_rel_l2` is the rel-L2 of `output` vs `fp32`."""
+
+    name: str
+    what: str
+    reference: str
+    kind: str
+
+    @classmethod
+    def parse(cls, name: str) -> ErrorMetric | None:
+        for kind in KINDS:
+            if name.endswith("_" + kind):
+                what, sep, reference = name.removesuffix("_" + kind).rpartition("_vs_")
+                if sep and what and reference:
+                    return cls(name, what, reference, kind)
+        return None
+
+    @property
+    def label(self) -> str:
+        return f"{KINDS[self.kind]} of {self.what.replace('_', ' ')} vs {self.reference}"
+
+
+@dataclass(frozen=True)
+class ErrorBand:
+    """How far identical code moved an error metric: 0 when it never moved (deterministic)."""
+
+    share: float
+    groups: int
+
+    @property
+    def deterministic(self) -> bool:
+        return self.share == 0.0
+
+
+def learn_error_band(groups: Iterable[Sequence[float]]) -> ErrorBand:
+    """The largest relative spread of groups of values each measured by identical code."""
+    share, count = 0.0, 0
+    for group in groups:
+        values = np.asarray(group, dtype=float)
+        if values.size < 2:
+            continue
+        count += 1
+        width = float(np.ptp(values))
+        if width:
+            middle = abs(float(np.median(values)))
+            share = max(share, width / middle if middle else float("inf"))
+    return ErrorBand(share, count)
+
+
+@dataclass(frozen=True)
+class Drift:
+    metric: ErrorMetric
+    base: float
+    head: float
+    change: float  # relative: head / base - 1 (head - base where base is 0)
+    tolerance: float | None
+    verdict: DriftVerdict
+
+    def describe(self) -> str:
+        """`rel-L2 of output vs fp32 0.0375 -> 0.0427, +13.7 %, tolerance 0.1`"""
+        change = f"{self.change:+.1%}".replace("%", " %") if self.base else f"{self.change:+.3g}"
+        text = f"{self.metric.label} {self.base:.3g} -> {self.head:.3g}, {change}"
+        return text + (f", tolerance {self.tolerance:g}" if self.tolerance is not None else "")
+
+
+def error_drift(
+    metric: ErrorMetric, base: float, head: float, band: ErrorBand, tolerance: float | None = None
+) -> Drift:
+    """One pair of runs: did the error metric move beyond what identical code does, and which way?"""
+    difference = head - base
+    change = difference / abs(base) if base else difference
+    moved = difference != 0 if band.deterministic else abs(change) > NOISE_MULTIPLE * band.share
+    if not moved:
+        verdict = DriftVerdict.unchanged
+    else:
+        better = difference > 0 if metric.kind in HIGHER_IS_BETTER else difference < 0
+        verdict = DriftVerdict.improvement if better else DriftVerdict.drift
+    return Drift(metric, base, head, change, tolerance, verdict)
