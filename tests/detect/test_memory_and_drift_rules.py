@@ -60,7 +60,9 @@ def test_the_a_a_memory_noise_of_every_family_is_zero_bytes_on_the_h200(noise_by
 
 
 def test_the_a_a_arm_changes_no_memory_metric(noise_by_family) -> None:
-    pairs = [p for p in _base_head("aa") if p[1] in BYTES]
+    pairs = [
+        p for p in _base_head("aa") if p[1] in (*BYTES, "activation_bytes", "activation_bytes_offloaded")
+    ]
     assert len(pairs) == 96
     for key, _, base, head in pairs:
         assert compare_bytes(base, head, noise_by_family[family(key)]).verdict == BytesVerdict.unchanged
