@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
+from tewatch.core.te_releases import is_version_stand_in
 from tewatch_dashboards.status import css_class
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -76,13 +77,6 @@ def breakable(name: str | None) -> Markup:
 
 def short_sha(sha: str | None) -> str:
     return (sha or "")[:10]
-
-
-def is_version_stand_in(sha: str | None, te_version: str | None) -> bool:
-    """The sha `tewatch run` files a TE wheel under when the wheel names no commit: a hash of its version."""
-    from tewatch.runner.commit import version_hash
-
-    return bool(sha and te_version and sha == version_hash(te_version))
 
 
 def commit_text(sha: str | None, te_version: str | None = None) -> str:

@@ -74,8 +74,10 @@ def test_every_bundled_folder_is_loaded_in_release_order_and_the_url_is_printed(
     assert [text.index(line) for line in loaded] == sorted(text.index(line) for line in loaded)
     for folder in DISTRIBUTED_HISTORY:
         assert f"TE 2.20.2 on two H200s: 1 runs (1 new) from {ROOT / folder}" in text
-    assert "TE 2.18.0 -> 2.19.0: " in text and "TE 2.19.0 -> 2.20.2: " in text
-    assert f"{url}/api/v1/compare?base=" in text
+    steps = ["TE 2.18.0 -> 2.19.0 on vm-h200: ", "TE 2.19.0 -> 2.20.2 on vm-h200: "]
+    assert all(step in text for step in steps) and text.index(steps[0]) < text.index(steps[1])
+    assert "largest +951%: checks.CpuOps.track_seconds" in text
+    assert f"every step: {url}/releases" in text
     assert f"dashboard: {url}/" in text
     assert f"{url}/pr/1" in text and f"{url}/alerts" in text and "correctness" in text
 

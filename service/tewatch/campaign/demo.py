@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tewatch.campaign.pipeline import single_commit
 from tewatch.campaign.release_history import release_runs
-from tewatch.campaign.release_steps import release_steps
+from tewatch.campaign.release_steps import release_summaries
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.discover import RunFiles, find_runs
 from tewatch.ingest.service import ingest_bundle
@@ -114,17 +114,13 @@ def prepare_demo(
     project: Path, database_url: str, run_suites: bool, say: Callable[[str], None], public_url: str = ""
 ) -> None:
     upgrade(database_url)
-    first_runs: dict[str, int] = {}
     for release in release_runs(project / RELEASE_HISTORY):
         stored = load_runs(database_url, release.runs(), "main", public_url, commit_date=release.commit_date)
-        first_runs.setdefault(release.version, stored[0][0])
         say(
             f"TE {release.version} on an H200: {len(stored)} runs ({sum(new for _, new in stored)} new) "
             f"from {release.folder}, commit {release.commit[:10]} of {release.commit_date:%Y-%m-%d} "
             f"({release.dated_by})"
         )
-    for step in release_steps(database_url, list(first_runs.items())):
-        say(step.summary(public_url))
     for history in (project / folder for folder in DISTRIBUTED_HISTORY):
         if not history.is_dir():
             raise FileNotFoundError(
@@ -161,6 +157,12 @@ def prepare_demo(
         f"pull request {DEMO_PR}: the H200 A/B campaign's head ({sum(new for _, new in stored)} new) "
         f"against {base[:10]} from {campaign}"
     )
+    engine = make_engine(database_url)
+    try:
+        for line in release_summaries(engine, public_url):
+            say(line)
+    finally:
+        engine.dispose()
 
 
 def where_to_look(database_url: str, public_url: str) -> list[str]:
@@ -188,6 +190,7 @@ def where_to_look(database_url: str, public_url: str) -> list[str]:
     return [
         f"failing cases first:   {public_url}/",
         f"compile vs eager grid: {public_url}/matrix",
+        f"each TE release against the one before: {public_url}/releases",
         f"open alerts ({alerts or 'none'}): {public_url}/alerts",
         f"pull request {DEMO_PR} (A/B rounds on an H200, four sized slowdowns): {public_url}/pr/{DEMO_PR}",
         f"API documentation:     {public_url}/docs",

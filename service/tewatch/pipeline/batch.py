@@ -26,6 +26,7 @@ from tewatch.pipeline.correctness import (
 )
 from tewatch.pipeline.history import run_order
 from tewatch.pipeline.pr_comparison import plan_pr_comparison, store_pr_comparison
+from tewatch.pipeline.release_steps import detect_release_steps
 from tewatch.pipeline.summary import DetectSummary
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus
 from tewatch.store.database import write_session
@@ -87,6 +88,7 @@ def detect_after_uploads(
             detect_on_branch(
                 engine, branch, public_url, change_config or ChangePointConfig(), summary, series_ids
             )
+            detect_release_steps(engine, branch_run_ids, compare_config)
     return summary
 
 

@@ -11,6 +11,7 @@ from tewatch.detect.config import ChangePointConfig, CompareConfig
 from tewatch.pipeline.branch_detection import detect_on_branch
 from tewatch.pipeline.correctness import correctness_changes, store_correctness
 from tewatch.pipeline.pr_comparison import PrComparisonPlan, plan_pr_comparison, store_pr_comparison
+from tewatch.pipeline.release_steps import detect_release_steps
 from tewatch.pipeline.summary import DetectSummary
 from tewatch.store.database import write_session
 from tewatch.store.models import Result, Run
@@ -23,8 +24,8 @@ def detect_after_upload(
     change_config: ChangePointConfig | None = None,
     compare_config: CompareConfig | None = None,
 ) -> DetectSummary:
-    """Correctness flips, then either the PR comparison or change points on the run's branch: each read
-    and computed first, then stored in short write transactions."""
+    """Correctness flips, then either the PR comparison or change points on the run's branch and its TE
+    release against the one before: each read and computed first, then stored in short write transactions."""
     summary = DetectSummary()
     plan: PrComparisonPlan | None = None
     series_ids: list[int] = []
@@ -48,4 +49,5 @@ def detect_after_upload(
         detect_on_branch(
             engine, branch, public_url, change_config or ChangePointConfig(), summary, series_ids
         )
+        detect_release_steps(engine, [run_id], compare_config)
     return summary

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 
+from tewatch.core.te_releases import version_hash
+
+__all__ = ["choose_commit", "version_hash"]
+
 _HEX = re.compile(r"^[0-9a-f]{7,64}$")
-
-
-def version_hash(te_version: str) -> str:
-    """A stable 40-hex stand-in for a release wheel that carries no commit."""
-    return hashlib.sha1(f"transformer_engine=={te_version}".encode()).hexdigest()
 
 
 def choose_commit(explicit: str | None, te_version: str, te_commit: str) -> tuple[str, str]:

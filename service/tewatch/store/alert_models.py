@@ -225,3 +225,35 @@ class WebhookAttempt(Base):
     status_code: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)
     response_head: Mapped[str | None] = mapped_column(Text)
+
+
+class ReleaseComparison(Base):
+    """One series of a TE release's run against the runs of the release before it on the same branch and
+    machine: the pull-request comparer on both sides' samples (one run per release is too few points for a
+    change point). Rewritten whenever either side gains a run (tewatch.pipeline.release_steps)."""
+
+    __tablename__ = "release_comparisons"
+    __table_args__ = (
+        UniqueConstraint("head_run_id", "series_id"),
+        Index("ix_release_comparisons_step", "branch", "machine_id", "head_version"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    branch: Mapped[str] = mapped_column(String(200))
+    machine_id: Mapped[int] = mapped_column(ForeignKey("machines.id"))
+    base_version: Mapped[str] = mapped_column(String(64))
+    head_version: Mapped[str] = mapped_column(String(64))
+    head_run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    base_run_ids: Mapped[list] = mapped_column(JSON, default=list)
+    series_id: Mapped[int] = mapped_column(ForeignKey("series.id"), index=True)
+    verdict: Mapped[str] = mapped_column(String(16))
+    baseline: Mapped[float | None] = mapped_column(Float)
+    head: Mapped[float | None] = mapped_column(Float)
+    effect: Mapped[float | None] = mapped_column(Float)
+    ci_low: Mapped[float | None] = mapped_column(Float)
+    ci_high: Mapped[float | None] = mapped_column(Float)
+    q_value: Mapped[float | None] = mapped_column(Float)
+    n_base: Mapped[int] = mapped_column(Integer, default=0)
+    n_head: Mapped[int] = mapped_column(Integer, default=0)
+    min_effect: Mapped[float] = mapped_column(Float)
+    detector_version: Mapped[str] = mapped_column(String(120))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -24,6 +24,7 @@ from tewatch.store.models import (
     Benchmark,
     Case,
     Commit,
+    Environment,
     LatestBranchVerdict,
     LatestVerdict,
     Result,
@@ -187,6 +188,7 @@ class VerdictRow:
     pr_number: int | None
     started_at: datetime | None
     uploaded_at: datetime
+    te_version: str  # of its run, "" where it recorded none
 
     @property
     def at(self) -> datetime | None:
@@ -215,15 +217,18 @@ _VERDICT_ROW = (
         Run.pr_number,
         Run.started_at,
         Run.uploaded_at,
+        Environment.te_version,
     )
     .select_from(Verdict)
     .join(Run, Run.id == Verdict.run_id)
     .join(Commit, Commit.id == Run.commit_id)
+    .join(Environment, Environment.id == Run.environment_id)
 )
 
 
 def _verdict_row(values: Sequence) -> VerdictRow:
-    vid, case_id, status, check, exc, message, tb, reason, metric, value, tol, extra, gpu, *rest = values
+    vid, case_id, status, check, exc, message, tb, reason, metric, value, tol, extra, gpu = values[:13]
+    run_id, sha, branch, pr_number, started_at, uploaded_at, version = values[13:]
     return VerdictRow(
         vid,
         case_id,
@@ -238,7 +243,13 @@ def _verdict_row(values: Sequence) -> VerdictRow:
         tol,
         extra or [],
         gpu or {},
-        *rest,
+        run_id,
+        sha,
+        branch,
+        pr_number,
+        started_at,
+        uploaded_at,
+        version or "",
     )
 
 

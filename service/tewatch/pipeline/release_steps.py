@@ -1,0 +1,123 @@
+"""Each TE release judged against the release before it on the same branch and machine, as a pull request
+is judged against its merge base: the comparer on both sides' samples (one run per release is too few
+points for a change point). A branch run of a release is compared with the runs of the release before;
+when that release gains a run, the next release's runs are compared again. Read and computed first, then
+stored in one short write transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, delete
+from sqlalchemy.orm import Session
+
+from tewatch.core.te_releases import is_release
+from tewatch.detect.compare import Comparison
+from tewatch.detect.config import CompareConfig
+from tewatch.detect.version import DETECTOR_VERSION
+from tewatch.pipeline.history import SeriesInfo
+from tewatch.pipeline.pr_comparison import compare_run_samples, nan_to_none
+from tewatch.store.alert_models import ReleaseComparison
+from tewatch.store.database import write_session
+from tewatch.store.models import Run
+from tewatch.store.release_reads import ReleaseRuns, releases_on
+
+BASE_RUNS = 5  # the newest runs of the release before are its side, as rounds
+
+
+@dataclass(frozen=True)
+class StepTarget:
+    """One run of a release, to be judged against the newest runs of the release before."""
+
+    branch: str
+    machine_id: int
+    base_version: str
+    head_version: str
+    base_run_ids: tuple[int, ...]
+    head_run_id: int
+
+
+@dataclass
+class ReleaseStepPlan:
+    target: StepTarget
+    compared: list[tuple[int, SeriesInfo, Comparison]]  # nothing stored yet
+
+
+def step_targets(session: Session, run: Run) -> list[StepTarget]:
+    """What a branch run of a TE release changes: its own comparison against the release before, and the
+    next release's runs against its release (when runs come out of commit order, or a release is run again)."""
+    version = run.environment.te_version
+    if run.pr_number is not None or not run.branch or not is_release(version):
+        return []
+    releases = releases_on(session.connection(), run.branch, run.machine_id)
+    index = next(i for i, release in enumerate(releases) if release.version == version)
+
+    def target(base: ReleaseRuns, head: str, head_run_id: int) -> StepTarget:
+        base_runs = tuple(base.run_ids[-BASE_RUNS:])
+        return StepTarget(run.branch or "", run.machine_id, base.version, head, base_runs, head_run_id)
+
+    targets = [target(releases[index - 1], version, run.id)] if index > 0 else []
+    if index + 1 < len(releases):
+        later = releases[index + 1]
+        targets += [target(releases[index], later.version, head) for head in later.run_ids]
+    return targets
+
+
+def plan_release_steps(
+    session: Session, targets: list[StepTarget], config: CompareConfig
+) -> list[ReleaseStepPlan]:
+    return [
+        ReleaseStepPlan(t, compare_run_samples(session, t.head_run_id, list(t.base_run_ids), config)[0])
+        for t in targets
+    ]
+
+
+def store_release_steps(engine: Engine, plans: list[ReleaseStepPlan]) -> int:
+    """Each planned run's comparisons in place of the ones stored before; how many were stored."""
+    if not plans:
+        return 0
+    stored = 0
+    with write_session(engine) as session:
+        for plan in plans:
+            t = plan.target
+            session.execute(delete(ReleaseComparison).where(ReleaseComparison.head_run_id == t.head_run_id))
+            for series_id, _, comparison in plan.compared:
+                if not (comparison.n_base and comparison.n_head):
+                    continue  # a series one of the releases did not measure has no step
+                session.add(
+                    ReleaseComparison(
+                        branch=t.branch,
+                        machine_id=t.machine_id,
+                        base_version=t.base_version,
+                        head_version=t.head_version,
+                        head_run_id=t.head_run_id,
+                        base_run_ids=list(t.base_run_ids),
+                        series_id=series_id,
+                        verdict=comparison.verdict.value,
+                        baseline=nan_to_none(comparison.baseline),
+                        head=nan_to_none(comparison.head),
+                        effect=nan_to_none(comparison.effect),
+                        ci_low=nan_to_none(comparison.ci_low),
+                        ci_high=nan_to_none(comparison.ci_high),
+                        q_value=nan_to_none(comparison.q_value),
+                        n_base=comparison.n_base,
+                        n_head=comparison.n_head,
+                        min_effect=comparison.min_effect,
+                        detector_version=DETECTOR_VERSION,
+                    )
+                )
+                stored += 1
+    return stored
+
+
+def detect_release_steps(engine: Engine, run_ids: list[int], config: CompareConfig | None = None) -> int:
+    """Plan and store the release comparisons these runs change, each head run once; how many were stored."""
+    with Session(engine) as session:
+        targets: dict[int, StepTarget] = {}
+        for run_id in run_ids:
+            run = session.get(Run, run_id)
+            if run is not None:
+                for target in step_targets(session, run):
+                    targets[target.head_run_id] = target
+        plans = plan_release_steps(session, list(targets.values()), config or CompareConfig())
+    return store_release_steps(engine, plans)
