@@ -5,7 +5,18 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 
-from tewatch_dashboards.routes import alerts, api_docs, cases, matrix, overview, pr, runs, series, static
+from tewatch_dashboards.routes import (
+    alerts,
+    api_docs,
+    cases,
+    matrix,
+    overview,
+    pr,
+    releases,
+    runs,
+    series,
+    static,
+)
 from tewatch_dashboards.runtime import compile_templates, frozen_heap
 
 
@@ -17,5 +28,5 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
 
 
 router = APIRouter(include_in_schema=False, lifespan=lifespan)
-for _module in (overview, matrix, cases, series, runs, pr, alerts, static, api_docs):
+for _module in (overview, matrix, releases, cases, series, runs, pr, alerts, static, api_docs):
     router.include_router(_module.router)

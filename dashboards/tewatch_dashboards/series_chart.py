@@ -17,6 +17,7 @@ from sqlalchemy import Connection
 
 from tewatch.detect.environment import environment_changes
 from tewatch.store.machine_reads import environments_by_id, machines_by_id
+from tewatch.store.release_reads import SeriesStep, series_steps
 from tewatch.store.series_reads import SeriesHeader, SeriesPoint, pr_comparison, series_points, series_version
 from tewatch_dashboards.templating import is_version_stand_in
 from tewatch_dashboards.views.change_points import MIN_EFFECT, ChangePointView, change_points
@@ -101,6 +102,7 @@ class ChartData:
     commits: dict[int, str] = field(
         default_factory=dict
     )  # x -> the commit there, for axis labels (commit_label)
+    point_commits: dict[int, str] = field(default_factory=dict)  # run id -> its commit on one line
 
     @property
     def aggregated(self) -> bool:
@@ -120,7 +122,10 @@ class ChartData:
             "total": self.total,
             "offset": self.offset,
             "aggregated": self.aggregated,
-            "points": [_point_json(self.offset + i, p) for i, p in enumerate(self.points)],
+            "points": [
+                _point_json(self.offset + i, p, self.point_commits.get(p.run_id, ""))
+                for i, p in enumerate(self.points)
+            ],
             "buckets": [asdict(b) for b in self.buckets],
             "change_points": [asdict(c) for c in self.change_points],
             "band": [asdict(b) for b in self.band],
@@ -130,17 +135,21 @@ class ChartData:
         if self.pr is not None:
             out["pr"] = {
                 "number": self.pr.number,
-                "points": [_point_json(self.pr.x0 + i, p) for i, p in enumerate(self.pr.points)],
+                "points": [
+                    _point_json(self.pr.x0 + i, p, self.point_commits.get(p.run_id, ""))
+                    for i, p in enumerate(self.pr.points)
+                ],
                 "comparison": self.pr.comparison,
             }
         return out
 
 
-def _point_json(x: int, p: SeriesPoint) -> dict:
+def _point_json(x: int, p: SeriesPoint, commit: str) -> dict:
     return {
         "x": x,
         "run": p.run_id,
         "sha": p.sha,
+        "commit": commit or p.sha[:7],
         "at": p.at.isoformat() if p.at else None,
         "status": p.status,
         "value": p.value,
@@ -197,10 +206,61 @@ def build(
     )  # buckets are labelled at their start
     if chart.pr:
         chart.commits.update(commit_labels(pr_points, chart.pr.x0, envs))
+    for p in points + pr_points:
+        env = envs.get(p.environment_id)
+        chart.point_commits[p.run_id] = commit_label(p.sha, env.te_version if env else "").replace(
+            "\n", " · "
+        )
     values = [p.value if p.status == "ok" else None for p in points]
-    chart.change_points = change_points(conn, header, points, values, offset, branch)
+    found = change_points(conn, header, points, values, offset, branch)
+    steps = [s for s in series_steps(conn, [header.series_id]) if not branch or s.branch == branch]
+    chart.change_points = with_release_steps(found, steps, points, offset, chart.point_commits)
     chart.band = baseline_band(values, chart.change_points, offset)
     return chart
+
+
+def with_release_steps(
+    found: list[ChangePointView],
+    steps: list[SeriesStep],
+    points: list[SeriesPoint],
+    offset: int,
+    commits: dict[int, str],
+) -> list[ChangePointView]:
+    """The change points, and each release step the comparer called a regression or an improvement where
+    none was found: a level of its own from the release's first run on (one run per release is too few
+    points for the change-point detector)."""
+    position = {p.run_id: i for i, p in enumerate(points)}
+    taken = {cp.x for cp in found}
+    out = list(found)
+    for step in steps:
+        c = step.comparison
+        i = position.get(c.head_run_id)
+        if c.verdict not in ("regression", "improvement") or i is None or offset + i in taken:
+            continue
+        if c.baseline is None or c.head is None or c.baseline <= 0:
+            continue
+        before = [position[r] for r in c.base_run_ids if r in position and position[r] < i]
+        out.append(
+            ChangePointView(
+                x=offset + i,
+                before_x=offset + (max(before) if before else max(i - 1, 0)),
+                run_id=c.head_run_id,
+                sha=points[i].sha,
+                baseline=c.baseline,
+                level_after=c.head,
+                lower=c.baseline / (1 + c.min_effect),
+                upper=c.baseline * (1 + c.min_effect),
+                effect=c.effect if c.effect is not None else c.head / c.baseline - 1,
+                direction=c.verdict,
+                source=f"release step TE {step.base_version} → {step.head_version}",
+                commit=commits.get(c.head_run_id, ""),
+            )
+        )
+        taken.add(offset + i)
+    for cp in out:
+        if not cp.commit:
+            cp.commit = commits.get(cp.run_id, "")
+    return sorted(out, key=lambda cp: cp.x)
 
 
 def commit_label(sha: str, te_version: str) -> str:

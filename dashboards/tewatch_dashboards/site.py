@@ -11,6 +11,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from tewatch.store.case_reads import case_placements, has_case_of_backend
+from tewatch.store.release_reads import step_outlines
 from tewatch.store.run_reads import newest_run_id
 from tewatch.web.deps import get_engine
 from tewatch_dashboards.views.matrix import matrix_column
@@ -26,6 +27,7 @@ _lock = threading.Lock()
 class SiteFacts:
     subject: str  # beside the brand: the configured project name, else what the store holds
     has_grid: bool  # some case belongs in the compile-vs-eager grid (a torch.compile mode, a TE check)
+    has_releases: bool = False  # two TE releases were measured on one branch and machine
 
 
 def read_facts(session: Session, project_name: str) -> SiteFacts:
@@ -34,7 +36,9 @@ def read_facts(session: Session, project_name: str) -> SiteFacts:
     has_grid = any(
         matrix_column(mode, rank, labels) is not None for mode, rank, labels in case_placements(conn)
     )
-    return SiteFacts(project_name or (TE_SUBJECT if te else GENERAL_SUBJECT), has_grid)
+    return SiteFacts(
+        project_name or (TE_SUBJECT if te else GENERAL_SUBJECT), has_grid, bool(step_outlines(conn))
+    )
 
 
 def site_facts(request: Request) -> SiteFacts:
@@ -51,7 +55,7 @@ def site_facts(request: Request) -> SiteFacts:
                 return cached[1]
             facts = read_facts(session, project_name)
     except SQLAlchemyError:
-        return SiteFacts(project_name or GENERAL_SUBJECT, True)
+        return SiteFacts(project_name or GENERAL_SUBJECT, True, True)
     with _lock:
         state.site_facts = (newest, facts)
     return facts

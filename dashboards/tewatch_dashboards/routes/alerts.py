@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session
 
 from tewatch.store.alert_models import AlertKind
 from tewatch.store.alert_queries import CLOSED_STATES, LIVE_STATES
-from tewatch.store.detection_reads import alert_counts, alert_rows
+from tewatch.store.detection_reads import AlertRow, alert_counts, alert_rows
+from tewatch.store.release_reads import RunRelease, run_releases
 from tewatch_dashboards.deps import get_session
 from tewatch_dashboards.routes.common import error_page, render
 from tewatch_dashboards.security import SecureHeadersRoute
@@ -24,6 +25,18 @@ router = APIRouter(route_class=SecureHeadersRoute)
 ALERT_ACTION_URL = "/api/v1/alerts/{id}/status"
 
 
+def fixed_by_run(row: AlertRow) -> int | None:
+    """The run whose passing verdict resolved a correctness alert (None for any other)."""
+    run_id = (row.alert.details or {}).get("fixed_by_run")
+    return run_id if isinstance(run_id, int) and not isinstance(run_id, bool) else None
+
+
+def alert_runs(session: Session, rows: list[AlertRow]) -> dict[int, RunRelease]:
+    """The TE release of each run an alert opened at or was fixed by."""
+    run_ids = [r.alert.run_id for r in rows] + [fixed_by_run(r) for r in rows]
+    return run_releases(session.connection(), run_ids)
+
+
 @router.get("/alerts", response_class=HTMLResponse)
 def alerts(
     request: Request, session: Annotated[Session, Depends(get_session)], kind: str = ""
@@ -31,13 +44,17 @@ def alerts(
     kinds = [k.value for k in AlertKind]
     if kind and kind not in kinds:
         return error_page(request, 400, f"kind must be one of {', '.join(kinds)}, got {kind!r}")
+    live = alert_rows(session, LIVE_STATES, kind=kind)
+    history = alert_rows(session, CLOSED_STATES, kind=kind, limit=100)
     return render(
         request,
         "alerts.html",
         nav="alerts",
         title="Alerts",
-        live=alert_rows(session, LIVE_STATES, kind=kind),
-        history=alert_rows(session, CLOSED_STATES, kind=kind, limit=100),
+        live=live,
+        history=history,
+        runs=alert_runs(session, live + history),
+        fixed_by_run=fixed_by_run,
         counts=alert_counts(session.connection()),
         kind=kind,
         kinds=kinds,

@@ -8,6 +8,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from tewatch.store.case_reads import FAILING_VERDICTS, case_verdicts
 from tewatch.store.filter_options import filter_options
+from tewatch.store.release_reads import series_steps
 from tewatch.store.series_reads import pr_comparison, series_header, series_version
 from tewatch.web.deps import ReadConnection
 from tewatch.web.params import OptionalQueryInt, PathInt
@@ -67,6 +68,7 @@ def series_page(
         every_run=False,
     )
     case = case_rows(conn, Filters(branch=branch.strip()), header.case_id)
+    steps = [s for s in series_steps(conn, [series_id]) if not branch.strip() or s.branch == branch.strip()]
     return render(
         request,
         "series.html",
@@ -75,6 +77,7 @@ def series_page(
         h=header,
         failures=failures,
         case=case[0] if case else None,
+        steps=steps,
         branch=branch,
         last=last,
         ranges=list(RANGES),

@@ -55,7 +55,7 @@
     if (d.labels && d.labels[x] !== undefined) return d.labels[x];
     if (d.aggregated) return "#" + x;
     const p = d.points[x - d.offset];
-    return p ? p.sha.slice(0, 7) : "";
+    return p ? p.commit : "";
   }
 
   // The pull request's head points (`?pr=N`), drawn after the history from d.pr.points[0].x on.
@@ -108,7 +108,7 @@
     if (p.exception) verdict.textContent += " · " + p.exception;
     const gpu = gpuText(p.gpu || {});
     info.appendChild(kv([
-      ["Commit", shortSha(p.sha) + (p.at ? "  ·  " + p.at.replace("T", " ").slice(0, 16) + " UTC" : "")],
+      ["Commit", p.commit + (p.at ? "  ·  " + p.at.replace("T", " ").slice(0, 16) + " UTC" : "")],
       ["Run", link("/runs/" + p.run, "#" + p.run)],
       ["Median", fmt(p.value, unit) + "  (" + p.samples.length + " samples, q25–q75 " + fmt(p.q25, unit) + " – " + fmt(p.q75, unit) + ")"],
       ["Verdict", verdict],
@@ -132,7 +132,7 @@
     for (const cp of d.change_points) {
       const tr = node("tr");
       tr.appendChild(node("td", {}, "#" + cp.x));
-      const td = node("td"); td.appendChild(link("/runs/" + cp.run_id, shortSha(cp.sha))); tr.appendChild(td);
+      const td = node("td"); td.appendChild(link("/runs/" + cp.run_id, cp.commit || shortSha(cp.sha))); tr.appendChild(td);
       tr.appendChild(node("td", { class: "num" }, fmt(cp.baseline, unit)));
       tr.appendChild(node("td", { class: "num" }, fmt(cp.level_after, unit)));
       tr.appendChild(node("td", { class: "num" }, pct(cp.effect)));
@@ -145,7 +145,7 @@
     shBody.replaceChildren();
     const shaAt = (x) => {
       if (d.aggregated) return "";
-      const p = d.points[x - d.offset]; return p ? shortSha(p.sha) : "";
+      const p = d.points[x - d.offset]; return p ? p.commit : "";
     };
     for (const s of d.shifts) {
       const tr = node("tr");

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from tewatch.store.case_reads import SeriesSummary, VerdictRow, case_facts, case_series, case_verdicts
+from tewatch.store.release_reads import SeriesStep, series_steps
 from tewatch_dashboards.views.case_rows import CaseRow, case_rows
 from tewatch_dashboards.views.filters import Filters
 
@@ -18,6 +19,7 @@ class CaseDetail:
     labels: dict
     series: list[SeriesSummary]
     history: list[VerdictRow]
+    steps: list[SeriesStep]  # its series in each release step, newest first per series
 
 
 def case_detail(conn: Connection, case_id: int, branch: str = "", history: int = 30) -> CaseDetail | None:
@@ -27,10 +29,13 @@ def case_detail(conn: Connection, case_id: int, branch: str = "", history: int =
     rows = case_rows(conn, Filters(branch=branch), case_id)
     if not rows:
         return None
+    series = case_series(conn, case_id, branch)
+    steps = series_steps(conn, [s.series_id for s in series])
     return CaseDetail(
         row=rows[0],
         compute_capability=case.compute_capability,
         labels=case.labels or {},
-        series=case_series(conn, case_id, branch),
+        series=series,
         history=case_verdicts(conn, case_id, limit=history),
+        steps=[s for s in steps if not branch or s.branch == branch],
     )

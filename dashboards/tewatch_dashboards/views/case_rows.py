@@ -17,6 +17,7 @@ from tewatch.store.case_reads import (
     verdict_rows,
 )
 from tewatch.store.detection_reads import perf_signals
+from tewatch.store.release_reads import RunRelease, failing_since, release_signals
 from tewatch_dashboards.status import Severity, severity
 from tewatch_dashboards.views.filters import Filters
 
@@ -43,6 +44,9 @@ class CaseRow:
     verdict: VerdictRow | None = None
     perf_signal: str | None = None
     perf_effect: float | None = None
+    perf_release: str = ""  # "TE 2.19.0 → 2.20.2" where the signal is a release step's
+    perf_series_id: int | None = None  # the series that changed most in that step
+    failing_since: RunRelease | None = None  # the run where the failure began (failing cases a page shows)
     primary_series_id: int | None = None
     primary_unit: str = "seconds"
     latest_value: float | None = None
@@ -103,12 +107,18 @@ def latest_cases(conn: Connection, filters: Filters, case_id: int | None = None)
     return [case_row(h) for h in latest_case_verdicts(conn, filters.selection(case_id), filters.branch)]
 
 
-def add_perf_signals(conn: Connection, rows: list[CaseRow]) -> None:
+def add_perf_signals(conn: Connection, rows: list[CaseRow], branch: str = "") -> None:
+    """Change-point detection's signal of each case, else what the newest release step changed."""
     signals = perf_signals(conn, [r.case_id for r in rows])
+    steps = release_signals(conn, [r.case_id for r in rows if r.case_id not in signals], branch)
     for r in rows:
         signal = signals.get(r.case_id)
         if signal:
             r.perf_signal, r.perf_effect = signal.kind, signal.effect
+        elif step := steps.get(r.case_id):
+            r.perf_signal, r.perf_effect = step.kind, step.effect
+            r.perf_release = f"TE {step.base_version} → {step.head_version}"
+            r.perf_series_id = step.series_id
 
 
 def case_heads(conn: Connection, filters: Filters, case_id: int | None = None) -> list[CaseRow]:
@@ -118,7 +128,7 @@ def case_heads(conn: Connection, filters: Filters, case_id: int | None = None) -
     if filters.q:
         needle = filters.q.lower()
         rows = [r for r in rows if r.matches(needle)]
-    add_perf_signals(conn, rows)
+    add_perf_signals(conn, rows, filters.branch)
     return rows
 
 
@@ -127,6 +137,9 @@ def fill_details(conn: Connection, rows: list[CaseRow], branch: str) -> None:
     verdicts = verdict_rows(conn, [r.verdict_id for r in rows if r.verdict_id is not None])
     for r in rows:
         r.verdict = verdicts.get(r.verdict_id) if r.verdict_id is not None else None
+    since = failing_since(conn, [r.case_id for r in rows if r.severity == Severity.failure], branch)
+    for r in rows:
+        r.failing_since = since.get(r.case_id)
     fill_values(conn, rows, branch)
 
 

@@ -18,7 +18,7 @@ DETECTOR = ChangePointConfig()
 MIN_EFFECT = DETECTOR.min_effect
 
 
-@dataclass(frozen=True)
+@dataclass
 class ChangePointView:
     x: int  # position of the first point at the new level
     before_x: int  # position of the last point at the old level
@@ -30,8 +30,9 @@ class ChangePointView:
     upper: float
     effect: float
     direction: str  # "regression" | "improvement"
-    source: str  # "stored" (what detection recorded) | "computed on view"
+    source: str  # "stored" (what detection recorded) | "computed on view" | "release step TE a → b"
     environment_shift: bool = False
+    commit: str = ""  # the commit as people know it (TE's version; never a version's stand-in hash)
 
 
 def change_points(

@@ -11,6 +11,7 @@ from sqlalchemy import Connection
 
 from tewatch.store.case_reads import FAILING_VERDICTS
 from tewatch.store.machine_reads import NO_RUNS, machine_environments, machine_runs, machines
+from tewatch.store.release_reads import RunRelease, failing_since
 from tewatch.store.run_reads import (
     CaseVerdict,
     RunRow,
@@ -46,6 +47,7 @@ class RunDetail:
     verdicts: list[tuple[CaseFacts, VerdictFacts]]  # every failure, then up to `others_shown` of the rest
     verdict_total: int
     result_count: int
+    failing_since: dict[int, RunRelease]  # case id -> where its failure in this run began (branch runs)
 
 
 def _params_key(case: CaseFacts) -> str:
@@ -64,11 +66,15 @@ def run_detail(conn: Connection, run_id: int, others_shown: int = 300) -> RunDet
         key=lambda cv: (severity(cv.verdict.status.value, None), cv.case.case_name, _params_key(cv.case)),
     )
     counts = verdict_counts(conn, [found.run]).get(run_id, {})
+    since = {}
+    if found.run.pr_number is None and found.run.branch:
+        since = failing_since(conn, [cv.case.id for cv in failing], found.run.branch, at_run=run_id)
     return RunDetail(
         RunRow(found.run, found.commit, found.machine, found.environment, counts),
         [(cv.case, cv.verdict) for cv in ordered],
         sum(counts.values()),
         result_count(conn, found.run),
+        since,
     )
 
 

@@ -146,7 +146,9 @@ def _places(conn: Connection, branch: str = "") -> list[tuple[str, int, str, str
     )
     if branch:
         statement = statement.where(Run.branch == branch)
-    places = [(found or "", machine_id, name, gpu) for found, machine_id, name, gpu in conn.execute(statement)]
+    places = [
+        (found or "", machine_id, name, gpu) for found, machine_id, name, gpu in conn.execute(statement)
+    ]
     return sorted(places, key=lambda p: (p[0], p[3], p[2], p[1]))
 
 
