@@ -6,12 +6,15 @@ out of commit order, and runs that are no release step (a pull request, a develo
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from tests.conftest import REPO_ROOT
 from tewatch.campaign.demo import RELEASE_HISTORY, load_runs
@@ -161,3 +164,29 @@ def test_the_demo_prints_each_stored_step_with_its_largest_change(db_url):
     assert "4 regression" in line and "2 cases began failing, 12 pass again" in line
     assert "largest +951%: checks.CpuOps.track_seconds, http://tewatch/series/" in line
     assert line.endswith("every step: http://tewatch/releases")
+
+
+def test_tewatch_detect_compares_the_releases_of_a_store_filled_before_release_steps_were_stored(
+    db_url, conn
+):
+    load(db_url, "2.18.0")
+    load(db_url, "2.19.0")
+    before = {(c.series_id, c.verdict, c.effect) for c in release_steps(conn)[0].comparisons}
+    conn.rollback()
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as writer:
+            writer.execute(delete(ReleaseComparison))
+    finally:
+        engine.dispose()
+    done = subprocess.run(
+        [sys.executable, "-m", "tewatch", "detect", "--branch", "main", "--db", db_url],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert re.search(rf"series compared between TE releases\s+│\s+{len(before)}\b", done.stdout), done.stdout
+    after = {(c.series_id, c.verdict, c.effect) for c in release_steps(conn)[0].comparisons}
+    assert after == before

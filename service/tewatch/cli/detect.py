@@ -29,10 +29,12 @@ def detect_command(
     db: DatabaseOption = None,
 ) -> None:
     """Run change-point detection over every series of BRANCH; new regressions become alerts and
-    regression.detected webhook events (delivered by the service or `tewatch webhooks deliver`)."""
+    regression.detected webhook events (delivered by the service or `tewatch webhooks deliver`). Each TE
+    release on BRANCH is compared again with the release before it on the same machine."""
     from sqlalchemy.exc import OperationalError, ProgrammingError
 
     from tewatch.pipeline.branch_detection import detect_branch
+    from tewatch.pipeline.release_steps import detect_branch_releases
     from tewatch.store.contention import busy_reason
     from tewatch.store.database import make_engine
 
@@ -49,6 +51,8 @@ def detect_command(
                 progress_total=lambda n: progress.update(task, total=n),
                 progress=lambda n: progress.advance(task, n),
             )
+            progress.update(task, description=f"comparing the TE releases on {branch}", total=None)
+            release_comparisons = detect_branch_releases(engine, branch)
     except (OperationalError, ProgrammingError) as exc:
         reason = busy_reason(exc)
         if reason:
@@ -69,6 +73,7 @@ def detect_command(
         ("  environment shifts", summary.environment_shifts),
         ("withdrawn by later history", summary.withdrawn),
         ("  their alerts resolved", summary.resolved_alerts),
+        ("series compared between TE releases", release_comparisons),
         ("webhook events queued", summary.events),
     ):
         table.add_row(label, str(value))

@@ -7,6 +7,7 @@ stored in one short write transaction."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 from sqlalchemy import Engine, delete
 from sqlalchemy.orm import Session
@@ -20,7 +21,7 @@ from tewatch.pipeline.pr_comparison import compare_run_samples, nan_to_none
 from tewatch.store.alert_models import ReleaseComparison
 from tewatch.store.database import write_session
 from tewatch.store.models import Run
-from tewatch.store.release_reads import ReleaseRuns, releases_on
+from tewatch.store.release_reads import ReleaseRuns, release_places, releases_on
 
 BASE_RUNS = 5  # the newest runs of the release before are its side, as rounds
 
@@ -52,14 +53,28 @@ def step_targets(session: Session, run: Run) -> list[StepTarget]:
     releases = releases_on(session.connection(), run.branch, run.machine_id)
     index = next(i for i, release in enumerate(releases) if release.version == version)
 
-    def target(base: ReleaseRuns, head: str, head_run_id: int) -> StepTarget:
-        base_runs = tuple(base.run_ids[-BASE_RUNS:])
-        return StepTarget(run.branch or "", run.machine_id, base.version, head, base_runs, head_run_id)
-
-    targets = [target(releases[index - 1], version, run.id)] if index > 0 else []
+    targets = [_target(run.branch, run.machine_id, releases[index - 1], version, run.id)] if index > 0 else []
     if index + 1 < len(releases):
         later = releases[index + 1]
-        targets += [target(releases[index], later.version, head) for head in later.run_ids]
+        targets += [
+            _target(run.branch, run.machine_id, releases[index], later.version, head)
+            for head in later.run_ids
+        ]
+    return targets
+
+
+def _target(branch: str, machine_id: int, base: ReleaseRuns, head: str, head_run_id: int) -> StepTarget:
+    return StepTarget(branch, machine_id, base.version, head, tuple(base.run_ids[-BASE_RUNS:]), head_run_id)
+
+
+def branch_targets(session: Session, branch: str) -> list[StepTarget]:
+    """Every run of every release step on a branch, on each machine (a store filled before release steps
+    were stored, or compared again after the comparer changed)."""
+    conn = session.connection()
+    targets = []
+    for _, machine_id, _, _ in release_places(conn, branch):
+        for base, head in pairwise(releases_on(conn, branch, machine_id)):
+            targets += [_target(branch, machine_id, base, head.version, run) for run in head.run_ids]
     return targets
 
 
@@ -108,6 +123,13 @@ def store_release_steps(engine: Engine, plans: list[ReleaseStepPlan]) -> int:
                 )
                 stored += 1
     return stored
+
+
+def detect_branch_releases(engine: Engine, branch: str, config: CompareConfig | None = None) -> int:
+    """Compare every release step of a branch again; how many comparisons were stored."""
+    with Session(engine) as session:
+        plans = plan_release_steps(session, branch_targets(session, branch), config or CompareConfig())
+    return store_release_steps(engine, plans)
 
 
 def detect_release_steps(engine: Engine, run_ids: list[int], config: CompareConfig | None = None) -> int:

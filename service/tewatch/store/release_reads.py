@@ -135,7 +135,7 @@ class ReleaseStep:
         return sorted(found, key=lambda c: -abs(c.effect or 0.0))
 
 
-def _places(conn: Connection, branch: str = "") -> list[tuple[str, int, str, str]]:
+def release_places(conn: Connection, branch: str = "") -> list[tuple[str, int, str, str]]:
     """(branch, machine id, machine name, GPU model) of every branch and machine with a TE version."""
     statement = (
         select(Run.branch, Run.machine_id, Machine.name, Machine.gpu_model)
@@ -156,7 +156,7 @@ def step_outlines(conn: Connection, branch: str = "") -> list[ReleaseStep]:
     """Every release step (of `branch` where one is given), newest release first per branch and machine;
     their runs only, nothing of what changed."""
     steps = []
-    for place_branch, machine_id, machine, gpu_model in _places(conn, branch):
+    for place_branch, machine_id, machine, gpu_model in release_places(conn, branch):
         releases = releases_on(conn, place_branch, machine_id)
         for base, head in reversed(list(pairwise(releases))):
             steps.append(
