@@ -4,8 +4,9 @@ Copies the database into a temp folder (the original is never touched), starts a
 and photographs with Playwright and Debian's Chromium (headless): the overview, the matrix, PR #1, the alerts,
 the runs, the machines, the series of the largest open regression alert (with its pull request's samples
 where it is a pull request's) and the te-ref quantize series that changed most in PR #1, where that is
-another series (PR #1 and the alert's series where the store has them), and the series that changed most
-from the oldest commit on main to the next (the comparer's largest regression or improvement).
+another series (PR #1 and the alert's series where the store has them), the series that changed most
+from the oldest commit on main to the next (the comparer's largest regression or improvement), and where
+the store holds TE releases, the releases view and the page of the newest run on main of a release.
 
     .venv/bin/python scripts/screenshot_dashboard.py campaign-out/campaign.sqlite3 docs/screenshots/h200-campaign
 """
@@ -67,7 +68,19 @@ def pages(url: str) -> dict[str, str]:
         found["series-te-ref-quantize"] = f"/series/{most_changed}"
     if (stepped := largest_first_step(url)) is not None:
         found["series-first-step"] = f"/series/{stepped}"
+    if 'class="release-step"' in httpx.get(f"{url}/releases").text:
+        found["releases"] = "/releases"
+    if (run_id := newest_release_run(url)) is not None:
+        found["run-newest-release"] = f"/runs/{run_id}"
     return found
+
+
+def newest_release_run(url: str) -> int | None:
+    """The run on main of the newest commit that recorded TE's version."""
+    runs = httpx.get(f"{url}/api/v1/runs", params={"branch": "main", "limit": 500}).json()["items"]
+    measured = [run for run in runs if run["te_version"]]
+    newest = max(measured, key=lambda run: (run["committed_at"] or "", run["id"]), default=None)
+    return newest["id"] if newest else None
 
 
 def largest_first_step(url: str) -> int | None:
