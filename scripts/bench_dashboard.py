@@ -21,6 +21,7 @@ Prints one table per history. Target: p95 < 300 ms for every page.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import socket
 import subprocess
@@ -119,6 +120,7 @@ def page_plan(url: str) -> list[tuple[str, Callable[[random.Random], str]]]:
         ("machines /machines", lambda r: "/machines"),
         ("compare /api/v1/compare", lambda r: "/api/v1/compare?base={}&head={}".format(*r.choice(run_pairs))),
         ("alerts /alerts", lambda r: "/alerts"),
+        ("releases /releases", lambda r: "/releases"),
     ]
     if pull_request is not None:  # the suites history has pull requests; the wide one has none
         pages.append((f"pull request /pr/{pull_request}", lambda r: f"/pr/{pull_request}"))
@@ -135,6 +137,8 @@ def time_pages(
 ) -> list[tuple[str, int, list[float]]]:
     port = free_port()
     env = {"TEWATCH_DATABASE_URL": url, "PATH": "/usr/bin:/bin"}
+    if "PYTHONPATH" in os.environ:  # the service of the checkout being measured, not an installed one
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     if not page_cache:
         env["TEWATCH_DASHBOARD_CACHE_ENTRIES"] = "0"
     with tempfile.NamedTemporaryFile("w+", suffix=".log") as log:

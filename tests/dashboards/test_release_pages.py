@@ -114,7 +114,13 @@ def test_a_series_page_shows_each_release_step_as_a_level_of_its_own(releases, p
 def test_the_run_page_names_its_release_once_and_no_stand_in_as_a_commit(releases, page):
     run_id = releases.runs["2.20.2"][0]
     open_page(page, releases, f"/runs/{run_id}", "release-run")
-    assert "TE 2.20.2 (no commit)" in page.locator(".page-head .sub").inner_text()
+    assert "TE 2.20.2 (no commit)" in page.locator(".page-head .sub").first.inner_text()
+    step_line = page.locator("[data-role=release-step]")
+    assert "what changed from TE 2.19.0 on vm-h200" in step_line.inner_text()
+    with page.expect_navigation():
+        step_line.locator("a").click()
+    assert page.locator("section.release-step[data-head='2.20.2']").is_visible()
+    page.go_back()
     commit = page.locator("[data-role=run-commit]").inner_text()
     assert commit.startswith("none recorded: TE 2.20.2 was installed without its commit")
     assert "stand-in" in commit

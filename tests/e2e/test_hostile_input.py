@@ -175,6 +175,7 @@ DASHBOARD_PARAMS = [
     ("/", "page", "query", "integer"),
     ("/", "branch", "query", "string"),
     ("/alerts", "kind", "query", "string"),
+    ("/releases", "branch", "query", "string"),
 ]
 # what the other path parameters of a route hold while one parameter is hostile: rows that exist
 EXISTING = {"run_id": "1", "series_id": "1", "case_id": "1", "alert_id": "1", "pr_number": "7", "number": "7",
@@ -316,7 +317,7 @@ def test_every_page_reads_after_the_hostile_uploads(store):
     urls += [f"/series/{i}" for i in series] + [f"/series/{i}/plot.svg" for i in series[:20]]
     urls += [f"/series/{i}/points.json?pr=7" for i in series]
     urls += [f"/case/{i}" for i in cases] + [f"/runs/{i}" for i in runs] + [f"/api/v1/runs/{i}" for i in runs]
-    urls += ["/", "/matrix", "/runs", "/machines", "/alerts", "/pr/7", "/api/v1/runs", "/api/v1/cases",
+    urls += ["/", "/matrix", "/releases", "/runs", "/machines", "/alerts", "/pr/7", "/api/v1/runs", "/api/v1/cases",
              "/api/v1/detections", "/api/v1/alerts", "/api/v1/verdicts/latest", "/api/v1/prs/7/comparisons"]  # fmt: skip
     with server.client() as client:
         for url in urls:

@@ -11,7 +11,7 @@ from sqlalchemy import Connection
 
 from tewatch.store.case_reads import FAILING_VERDICTS
 from tewatch.store.machine_reads import NO_RUNS, machine_environments, machine_runs, machines
-from tewatch.store.release_reads import RunRelease, failing_since
+from tewatch.store.release_reads import ReleaseStep, RunRelease, failing_since, step_outlines
 from tewatch.store.run_reads import (
     CaseVerdict,
     RunRow,
@@ -48,6 +48,7 @@ class RunDetail:
     verdict_total: int
     result_count: int
     failing_since: dict[int, RunRelease]  # case id -> where its failure in this run began (branch runs)
+    release_step: ReleaseStep | None  # the step from the release before that this run is part of
 
 
 def _params_key(case: CaseFacts) -> str:
@@ -66,15 +67,18 @@ def run_detail(conn: Connection, run_id: int, others_shown: int = 300) -> RunDet
         key=lambda cv: (severity(cv.verdict.status.value, None), cv.case.case_name, _params_key(cv.case)),
     )
     counts = verdict_counts(conn, [found.run]).get(run_id, {})
-    since = {}
+    since, step = {}, None
     if found.run.pr_number is None and found.run.branch:
         since = failing_since(conn, [cv.case.id for cv in failing], found.run.branch, at_run=run_id)
+        steps = step_outlines(conn, found.run.branch)
+        step = next((s for s in steps if s.machine_id == found.machine.id and run_id in s.head_run_ids), None)
     return RunDetail(
         RunRow(found.run, found.commit, found.machine, found.environment, counts),
         [(cv.case, cv.verdict) for cv in ordered],
         sum(counts.values()),
         result_count(conn, found.run),
         since,
+        step,
     )
 
 

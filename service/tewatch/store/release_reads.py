@@ -8,7 +8,6 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any
 
 from sqlalchemy import Connection, Select, select
 
@@ -21,6 +20,7 @@ from tewatch.store.key_lists import in_key_list
 from tewatch.store.models import Benchmark, Case, Commit, Environment, Machine, Run, Series, Verdict
 
 CHANGES = ("regression", "improvement")
+CASE_RUNS = 5  # runs read a side for the cases that began or stopped failing
 
 
 @dataclass(frozen=True)
@@ -263,53 +263,66 @@ def _failure_detail(row) -> str:
 
 def fill_case_changes(conn: Connection, steps: list[ReleaseStep]) -> None:
     """Each step's cases that began failing and that pass again: a case's last verdict among the earlier
-    release's runs against its first among the release's own."""
+    release's newest runs against its first among the release's first runs. Statuses are read for every
+    case, names and what failed only for the cases that changed."""
     for step in steps:
-        order = {run_id: i for i, run_id in enumerate(step.base_run_ids + step.head_run_ids)}
-        rows = conn.execute(
-            select(
-                Verdict.run_id,
-                Verdict.case_id,
-                Verdict.status,
-                Verdict.check,
-                Verdict.metric,
-                Verdict.metric_value,
-                Verdict.exception_class,
-                Verdict.message,
-                Case.case_name,
-                Case.params,
-            )
-            .join(Case, Case.id == Verdict.case_id)
-            .where(in_key_list(conn, Verdict.run_id, list(order), "run_ids"))
-        ).all()
+        sides = step.base_run_ids[-CASE_RUNS:] + step.head_run_ids[:CASE_RUNS]
+        order = {run_id: i for i, run_id in enumerate(sides)}
         head_runs = set(step.head_run_ids)
-        before: dict[int, Any] = {}
-        after: dict[int, Any] = {}
-        for row in sorted(rows, key=lambda r: order[r.run_id]):
-            if row.run_id in head_runs:
-                after.setdefault(row.case_id, row)
+        before: dict[int, tuple[str, int]] = {}  # case id -> (status, verdict id)
+        after: dict[int, tuple[str, int]] = {}
+        rows = conn.execute(
+            select(Verdict.run_id, Verdict.case_id, Verdict.status, Verdict.id).where(
+                in_key_list(conn, Verdict.run_id, sides, "run_ids")
+            )
+        ).all()
+        for run_id, case_id, status, verdict_id in sorted(rows, key=lambda r: order[r[0]]):
+            if run_id in head_runs:
+                after.setdefault(case_id, (status.value, verdict_id))
             else:
-                before[row.case_id] = row
-        for case_id, now in after.items():
-            if case_id not in before:
-                continue
-            was, status = before[case_id].status.value, now.status.value
-            began = status in FAILING_STATUSES and was not in FAILING_STATUSES
-            fixed = status == "pass" and was in FAILING_STATUSES
-            if began or fixed:
-                failing = now if began else before[case_id]
-                change = CaseChange(
-                    case_id,
-                    now.case_name,
-                    now.params or {},
-                    was,
-                    status,
-                    _failure_detail(failing),
-                    now.run_id,
-                )
-                (step.new_failures if began else step.fixes).append(change)
+                before[case_id] = (status.value, verdict_id)
+        changed = []  # (began failing, status before, status after, verdict that failed, verdict after)
+        for case_id, (status, verdict_id) in after.items():
+            was, was_id = before.get(case_id, ("", 0))
+            if status in FAILING_STATUSES and was and was not in FAILING_STATUSES:
+                changed.append((True, was, status, verdict_id, verdict_id))
+            elif status == "pass" and was in FAILING_STATUSES:
+                changed.append((False, was, status, was_id, verdict_id))
+        details = _verdict_details(
+            conn, [failing for *_, failing, _ in changed] + [now for *_, now in changed]
+        )
+        for began, was, status, failing, now in changed:
+            case_id, case_name, params, run_id, _ = details[now]
+            change = CaseChange(case_id, case_name, params, was, status, details[failing][4], run_id)
+            (step.new_failures if began else step.fixes).append(change)
         step.new_failures.sort(key=lambda c: (c.case_name, str(sorted(c.params.items()))))
         step.fixes.sort(key=lambda c: (c.case_name, str(sorted(c.params.items()))))
+
+
+def _verdict_details(conn: Connection, verdict_ids: list[int]) -> dict[int, tuple[int, str, dict, int, str]]:
+    """Verdict id -> (case id, case name, params, run id, what failed)."""
+    if not verdict_ids:
+        return {}
+    rows = conn.execute(
+        select(
+            Verdict.id,
+            Verdict.case_id,
+            Case.case_name,
+            Case.params,
+            Verdict.run_id,
+            Verdict.check,
+            Verdict.metric,
+            Verdict.metric_value,
+            Verdict.exception_class,
+            Verdict.message,
+        )
+        .join(Case, Case.id == Verdict.case_id)
+        .where(in_key_list(conn, Verdict.id, sorted(set(verdict_ids)), "verdict_ids"))
+    )
+    return {
+        row.id: (row.case_id, row.case_name, row.params or {}, row.run_id, _failure_detail(row))
+        for row in rows
+    }
 
 
 def release_steps(conn: Connection, branch: str = "") -> list[ReleaseStep]:
