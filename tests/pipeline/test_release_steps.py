@@ -20,10 +20,12 @@ from tests.conftest import REPO_ROOT
 from tewatch.campaign.demo import RELEASE_HISTORY, load_runs
 from tewatch.campaign.release_history import release_runs
 from tewatch.campaign.release_steps import release_summaries
+from tewatch.core.te_releases import is_release
 from tewatch.ingest.discover import find_runs
 from tewatch.store.alert_models import ReleaseComparison
 from tewatch.store.database import make_engine
 from tewatch.store.release_reads import failing_since, release_signals, release_steps, series_steps
+from tewatch.store.store_state import store_state
 
 RELEASES = {r.version: r for r in release_runs(REPO_ROOT / RELEASE_HISTORY)[:2]}  # 2.18.0, 2.19.0
 
@@ -172,6 +174,7 @@ def test_tewatch_detect_compares_the_releases_of_a_store_filled_before_release_s
     load(db_url, "2.18.0")
     load(db_url, "2.19.0")
     before = {(c.series_id, c.verdict, c.effect) for c in release_steps(conn)[0].comparisons}
+    state = store_state(conn)
     conn.rollback()
     engine = make_engine(db_url)
     try:
@@ -190,3 +193,18 @@ def test_tewatch_detect_compares_the_releases_of_a_store_filled_before_release_s
     assert re.search(rf"series compared between TE releases\s+│\s+{len(before)}\b", done.stdout), done.stdout
     after = {(c.series_id, c.verdict, c.effect) for c in release_steps(conn)[0].comparisons}
     assert after == before
+    assert store_state(conn) != state  # the overview's cached contents are rendered again
+
+
+@pytest.mark.parametrize(
+    ("version", "release"),
+    [
+        ("2.20.2", True),
+        ("2.21.0rc1", True),
+        ("2.19.post1", True),
+        ("2.21.0.dev0+g1234abc", False),
+        ("", False),
+    ],
+)
+def test_only_published_versions_are_releases(version, release):
+    assert is_release(version) is release

@@ -252,7 +252,7 @@ def test_detection_reads_and_filter_options(uploaded, conn: Connection) -> None:
         assert verdict.comparison.pr_number == 42
     options = filter_options(conn)
     assert options.branches == ["q"] and options.gpus == ["cpu"]
-    assert len(store_state(conn)) == 5
+    assert len(store_state(conn)) == 6
 
 
 def at(day: str, hour: int = 12) -> datetime:
