@@ -276,18 +276,18 @@ def fill_case_changes(conn: Connection, steps: list[ReleaseStep]) -> None:
                 in_key_list(conn, Verdict.run_id, sides, "run_ids")
             )
         ).all()
-        for run_id, case_id, status, verdict_id in sorted(rows, key=lambda r: order[r[0]]):
+        for run_id, case_id, verdict_status, verdict_id in sorted(rows, key=lambda r: order[r[0]]):
             if run_id in head_runs:
-                after.setdefault(case_id, (status.value, verdict_id))
+                after.setdefault(case_id, (verdict_status.value, verdict_id))
             else:
-                before[case_id] = (status.value, verdict_id)
+                before[case_id] = (verdict_status.value, verdict_id)
         changed = []  # (began failing, status before, status after, verdict that failed, verdict after)
-        for case_id, (status, verdict_id) in after.items():
+        for case_id, (status, now_id) in after.items():
             was, was_id = before.get(case_id, ("", 0))
             if status in FAILING_STATUSES and was and was not in FAILING_STATUSES:
-                changed.append((True, was, status, verdict_id, verdict_id))
+                changed.append((True, was, status, now_id, now_id))
             elif status == "pass" and was in FAILING_STATUSES:
-                changed.append((False, was, status, was_id, verdict_id))
+                changed.append((False, was, status, was_id, now_id))
         details = _verdict_details(
             conn, [failing for *_, failing, _ in changed] + [now for *_, now in changed]
         )
