@@ -50,6 +50,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import ArrayLike
 
 from tewatch.detect.config import ChangePointConfig
+from tewatch.detect.distributions import median_of
 from tewatch.detect.speeds import share_split_curve, share_z, slow_threshold
 
 _MAD_TO_SIGMA_OF_DIFFS = 1.0 / (0.6744897501960817 * np.sqrt(2.0))
@@ -88,7 +89,7 @@ class ChangePoint:
 def robust_sigma(x: np.ndarray, floor: float) -> float:
     if len(x) < 3:
         return floor
-    return max(float(np.median(np.abs(np.diff(x)))) * _MAD_TO_SIGMA_OF_DIFFS, floor)
+    return max(median_of(np.abs(np.diff(x))) * _MAD_TO_SIGMA_OF_DIFFS, floor)
 
 
 def clipped_sigma(clipped: np.ndarray, floor: float) -> float:
@@ -99,7 +100,7 @@ def clipped_sigma(clipped: np.ndarray, floor: float) -> float:
 
 def running_median5(x: np.ndarray) -> np.ndarray:
     padded = np.pad(x, 2, mode="edge")
-    return np.median(sliding_window_view(padded, 5), axis=1)
+    return np.partition(sliding_window_view(padded, 5), 2, axis=1)[:, 2]
 
 
 def clip_outliers(x: np.ndarray, sigma: float, k: float) -> np.ndarray:
@@ -282,7 +283,7 @@ def strongest_split(x: np.ndarray, config: ChangePointConfig) -> list[int]:
 def absolute_deviation_cost(segment: np.ndarray, split: int) -> float:
     """Sum of absolute deviations of each side of `split` from its own median."""
     before, after = segment[:split], segment[split:]
-    return float(np.abs(before - np.median(before)).sum() + np.abs(after - np.median(after)).sum())
+    return float(np.abs(before - median_of(before)).sum() + np.abs(after - median_of(after)).sum())
 
 
 def separation(before: np.ndarray, after: np.ndarray) -> float:
@@ -441,17 +442,16 @@ def outlying_side(x: np.ndarray, cps: list[int], config: ChangePointConfig) -> n
         part = x[a:b]
         threshold = two_speeds(part, config)
         if threshold is None:
-            residual = part - np.median(part)
-            own.append(_MAD_TO_SIGMA * float(np.median(np.abs(residual))))
+            residual = part - median_of(part)
+            own.append(_MAD_TO_SIGMA * median_of(np.abs(residual)))
         else:
             slow = part > threshold
-            residual = np.where(slow, part - np.median(part[slow]), part - np.median(part[~slow]))
+            residual = np.where(slow, part - median_of(part[slow]), part - median_of(part[~slow]))
             own.append(
-                _MAD_TO_SIGMA
-                * max(float(np.median(np.abs(residual[slow]))), float(np.median(np.abs(residual[~slow]))))
+                _MAD_TO_SIGMA * max(median_of(np.abs(residual[slow])), median_of(np.abs(residual[~slow])))
             )
         parts.append(residual)
-    pooled = max(_MAD_TO_SIGMA * float(np.median(np.abs(np.concatenate(parts)))), config.sigma_floor)
+    pooled = max(_MAD_TO_SIGMA * median_of(np.abs(np.concatenate(parts))), config.sigma_floor)
     return np.concatenate(
         [
             np.sign(part) * (np.abs(part) > config.outlier_k * max(pooled, sigma))
@@ -487,7 +487,7 @@ def detect_change_points(values: ArrayLike, config: ChangePointConfig | None = N
     measured = np.flatnonzero(np.isfinite(y) & (y > 0))
     if len(measured) < 2 * config.persistence:
         return []
-    x = np.log(y[measured])
+    x = logs = np.log(y[measured])
     cps, sigma = segment(x, config)
     side = outlying_side(x, cps, config)
     levels = persistent_runs(side, config)
@@ -516,7 +516,7 @@ def detect_change_points(values: ArrayLike, config: ChangePointConfig | None = N
         )
         found.append(
             ChangePoint(
-                index=int(measured[position[t]]),
+                index=int(measured[first_on_new_level(logs, position[t - 1], position[t], baseline, shift)]),
                 before_index=int(measured[position[t - 1]]),
                 # a set-aside point just before the range may be the first changed one
                 first_possible_index=int(measured[position[first - 1] + 1]),
@@ -533,3 +533,13 @@ def detect_change_points(values: ArrayLike, config: ChangePointConfig | None = N
             )
         )
     return found
+
+
+def first_on_new_level(logs: np.ndarray, before: int, after: int, baseline: float, shift: float) -> int:
+    """Where the new level starts among the measured points: `after`, the first kept point past the step,
+    or a point set aside between it and `before` (the last kept point before the step) from which on
+    every set-aside point lies nearer the level after than the baseline."""
+    at = after
+    while at - 1 > before and abs(logs[at - 1] - baseline - shift) < abs(logs[at - 1] - baseline):
+        at -= 1
+    return at

@@ -22,23 +22,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from tewatch.detect.distributions import median_of
+
 WIDEST_GAPS_TRIED = 3
 _MAD_TO_SIGMA = 1.482602218505602
 
 
-def _middle(partitioned: np.ndarray) -> float:
-    n = len(partitioned)
-    return 0.5 * float(partitioned[(n - 1) // 2] + partitioned[n // 2])
-
-
-def _median(x: np.ndarray) -> float:
-    """np.median of a 1-D array without NaN, by one partition (np.median's checks cost more than it)."""
-    n = len(x)
-    return _middle(np.partition(x, ((n - 1) // 2, n // 2)))
+def _middle(ordered: np.ndarray) -> float:
+    n = len(ordered)
+    return 0.5 * float(ordered[(n - 1) // 2] + ordered[n // 2])
 
 
 def robust_spread(x: np.ndarray) -> float:
-    return _MAD_TO_SIGMA * _median(np.abs(x - _median(x)))
+    return _MAD_TO_SIGMA * median_of(np.abs(x - median_of(x)))
 
 
 def slow_threshold(
