@@ -10,7 +10,9 @@ values (so effects are relative and noise is roughly constant):
    left out of the second, final pass. Against the segment's median rather than a running one, a cluster
    of outlying processes cannot hide itself; a real step is a segment boundary, so its points stay. The
    sigma is the pooled one or the segment's own, whichever is larger, and a segment of two speeds
-   (speeds.py) measures each point from the median of its own speed.
+   (speeds.py) measures each point from the median of its own speed. A run of outlying points on one
+   side that holds for `persistence` points and is too long to be chance is a level, not outliers: it
+   stays, and its edges and the first pass's change points are candidates of the second pass.
 3. Screening: sigma_core is the median absolute first difference / (0.6745 * sqrt 2); each point is
    clipped to its 5-point running median +- winsor_k * sigma_core, sigma is the root mean square first
    difference of the clipped points / sqrt 2, and at every split t the clipped means of up to `window`
@@ -26,6 +28,9 @@ values (so effects are relative and noise is roughly constant):
    probability false_alarm_rate, whatever its distribution), and the Hodges-Lehmann shift is at least
    log(1 + min_effect). On two speeds the share of slow runs is tested beside the ranks, each test at
    half the rate.
+   Then every segment between confirmed change points offers its own strongest split (binary
+   segmentation continued, each of S segments at false_alarm_rate / S), until none is confirmed: a
+   window wider than a short level mixes its two edges.
 5. Survivors move to the split with the largest rank statistic on their neighbouring segments, within
    `window` of where they were (where the sides hardly overlap, to the least absolute deviation among
    the splits as likely as that one), and are confirmed once more.
@@ -33,6 +38,9 @@ values (so effects are relative and noise is roughly constant):
    (z^2 / 2 of the rank statistic) is within a factor 200 of the best one. For a step between known
    levels such a range misses the change with probability about 2/200 (the log-likelihood away from the
    change is a random walk whose drift is half its variance), so it holds the culprit 99 % of the time.
+   The change starts at the first kept point after it, or earlier at points set aside before that which
+   lie nearer the level after than the baseline; the range always holds that start
+   (scripts/bench_history_detection.py measures how often it holds the true step).
 
 Every change point carries its baseline, limits, effect, z and the indices of the points on each side.
 """
