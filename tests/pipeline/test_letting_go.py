@@ -158,6 +158,10 @@ def test_a_shift_most_series_of_an_environment_share_is_one_alert_that_resolves_
     )
     assert alert.details["commit"] == sha(40) and alert.details["series"] == moved
     assert detect_branch(engine, "main", URL).environment_alerts == 0  # idempotent
+    with Session(engine) as session:
+        two = list(session.scalars(select(Series.id).order_by(Series.id).limit(2)))
+    detect_branch(engine, "main", URL, series_ids=two)  # two series cannot tell the shift is gone
+    assert [a.status for a in alerts(engine)] == [AlertStatus.open]
 
     with Session(engine) as session, session.begin():
         environment = Environment_.__new__(Environment_)

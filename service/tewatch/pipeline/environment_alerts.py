@@ -76,10 +76,11 @@ def group_prefix(branch: str, group: Group) -> str:
     return f"environment:{branch}:{machine_id}:{digest}:"
 
 
-def environment_shifts(changes: Sequence[SeriesChange]) -> tuple[list[EnvironmentShift], set[Group]]:
+def environment_shifts(changes: Sequence[SeriesChange]) -> tuple[list[EnvironmentShift], dict[Group, int]]:
     """The regressions shared by most series of an environment, found among these series' change points
-    (derived ratio series belong to no environment), and every environment these series were measured in."""
+    (derived ratio series belong to no environment), and how many of these series each environment has."""
     measured: dict[Group, Counter[int]] = defaultdict(Counter)
+    series: dict[Group, set[str]] = defaultdict(set)
     candidates: dict[Group, list[tuple[SeriesChange, int]]] = defaultdict(list)
     for change in changes:
         info = change.history.info
@@ -87,6 +88,7 @@ def environment_shifts(changes: Sequence[SeriesChange]) -> tuple[list[Environmen
             continue
         for point in change.history.points:
             measured[(info.gpu_model, info.environment, point.machine_id)][point.commit_id] += 1
+            series[(info.gpu_model, info.environment, point.machine_id)].add(info.key)
         for k, cp in enumerate(change.change_points):
             if direction_of(cp.effect, info.higher_is_better) is Direction.regression:
                 group = (info.gpu_model, info.environment, _point(change, cp.index).machine_id)
@@ -104,7 +106,7 @@ def environment_shifts(changes: Sequence[SeriesChange]) -> tuple[list[Environmen
             taken = [members[i] for i in shift.members]
             at = next(p for change, _ in taken for p in change.history.points if p.commit_id == shift.commit)
             found.append(EnvironmentShift(group, at.commit_id, at.sha, at.run_id, taken, shift.measured))
-    return found, set(measured)
+    return found, {group: len(keys) for group, keys in series.items()}
 
 
 def _where(session: Session, group: Group) -> str:
@@ -121,12 +123,14 @@ def _where(session: Session, group: Group) -> str:
 def store_environment_alerts(
     session: Session,
     shifts: list[EnvironmentShift],
-    groups: set[Group],
+    groups: dict[Group, int],
     branch: str,
     summary: DetectSummary,
 ) -> dict[tuple[str, int], Alert]:
     """Open (or resolve) one alert per shared shift; resolve those of these environments that the history
-    no longer shows. Returns {(series key, change point index): its environment's alert}."""
+    no longer shows, where this pass saw at least as many of the environment's series as the alert counted
+    measured (a pass over some of them cannot tell). Returns {(series key, change point index): its
+    environment's alert}."""
     folded: dict[tuple[str, int], Alert] = {}
     current = set()
     for shift in shifts:
@@ -177,7 +181,7 @@ def store_environment_alerts(
             reopen_unreturned(session, alert)
         for change, k in shift.members:
             folded[(change.history.info.key, change.change_points[k].index)] = alert
-    for group in groups:
+    for group, seen in groups.items():
         prefix = group_prefix(branch, group)
         stale = session.scalars(
             select(Alert).where(
@@ -185,7 +189,7 @@ def store_environment_alerts(
             )
         )
         for alert in stale:
-            if alert.dedupe_key not in current:
+            if alert.dedupe_key not in current and seen >= (alert.details or {}).get("measured", 0):
                 change_status(
                     session, alert, AlertStatus.resolved, "detector", "the history no longer shows the shift"
                 )
