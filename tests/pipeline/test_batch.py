@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -50,9 +51,14 @@ def test_a_change_point_later_history_withdraws_resolves_its_alert(db_url):
         for i in range(60):  # five slow runs at the end: a step, as far as anyone can tell yet
             history.add_run(f"{i:040x}", 1e-3 * (1.10 if i >= 55 else 1.0), VerdictStatus.passed)
     assert detect_branch(engine, "main", URL).new_regressions == 1
+    # later runs spread by 5 % about the old level: five runs 10 % slower were noise of that, no level
+    levels = np.exp(np.random.default_rng(3).normal(0.0, 0.05, 140))
     with Session(engine) as session, session.begin():
         history = StoreHistory.reopen(session)
-        ids = [history.add_run(f"{i:040x}", 1e-3, VerdictStatus.passed).id for i in range(60, 200)]
+        ids = [
+            history.add_run(f"{i:040x}", 1e-3 * level, VerdictStatus.passed).id
+            for i, level in zip(range(60, 200), levels, strict=True)
+        ]
     summary = detect_after_uploads(engine, ids, URL)
     assert (summary.withdrawn, summary.resolved_alerts, summary.change_points) == (1, 1, 0)
     with Session(engine) as session:

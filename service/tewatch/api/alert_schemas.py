@@ -168,3 +168,5 @@ class DetectOut(BaseModel):
     events: int
     correctness_alerts: int = 0
     resolved_alerts: int = 0
+    returned: int = 0  # regression alerts resolved because their series came back
+    environment_alerts: int = 0  # new alerts on a shift most series of an environment share

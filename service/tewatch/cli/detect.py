@@ -68,11 +68,13 @@ def detect_command(
     for label, value in (
         ("series scanned (incl. paired ratios)", summary.series),
         ("new change points", summary.change_points),
-        ("  regressions (alerts)", summary.new_regressions),
+        ("  regressions", summary.new_regressions),
+        ("  shared by most series of an environment (one alert each)", summary.environment_alerts),
         ("  improvements", summary.new_improvements),
         ("  environment shifts", summary.environment_shifts),
         ("withdrawn by later history", summary.withdrawn),
-        ("  their alerts resolved", summary.resolved_alerts),
+        ("regressions undone (series back at the earlier level)", summary.returned),
+        ("alerts resolved", summary.resolved_alerts),
         ("series compared between TE releases", release_comparisons),
         ("webhook events queued", summary.events),
     ):

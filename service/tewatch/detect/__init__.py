@@ -4,7 +4,9 @@ changepoint: level changes on a branch's history of one series; compare: a pull 
 merge base on samples, with FDR control (fdr); environment: labelling shifts that coincide with a new
 driver/CUDA/torch/TE stack; ratios: paired ratios as derived series; direction: which way is better.
 compare also reads A/B rounds; modes finds two-speed samples, speeds two-speed series (and their share
-test); evaluation replays steps on H200 noise (noise) and the shapes of shapes. tewatch.pipeline reads the store and
+test); evaluation replays steps on H200 noise (noise) and the shapes of shapes; known_steps makes histories
+with known steps; returns finds regressions a series has undone, shared_shifts the shifts most series of
+an environment share. tewatch.pipeline reads the store and
 writes detections and alerts; this package imports neither the store nor the alerts.
 """
 

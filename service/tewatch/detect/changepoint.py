@@ -10,7 +10,9 @@ values (so effects are relative and noise is roughly constant):
    left out of the second, final pass. Against the segment's median rather than a running one, a cluster
    of outlying processes cannot hide itself; a real step is a segment boundary, so its points stay. The
    sigma is the pooled one or the segment's own, whichever is larger, and a segment of two speeds
-   (speeds.py) measures each point from the median of its own speed.
+   (speeds.py) measures each point from the median of its own speed. A run of outlying points on one
+   side that holds for `persistence` points and is too long to be chance is a level, not outliers: it
+   stays, and its edges and the first pass's change points are candidates of the second pass.
 3. Screening: sigma_core is the median absolute first difference / (0.6745 * sqrt 2); each point is
    clipped to its 5-point running median +- winsor_k * sigma_core, sigma is the root mean square first
    difference of the clipped points / sqrt 2, and at every split t the clipped means of up to `window`
@@ -26,6 +28,9 @@ values (so effects are relative and noise is roughly constant):
    probability false_alarm_rate, whatever its distribution), and the Hodges-Lehmann shift is at least
    log(1 + min_effect). On two speeds the share of slow runs is tested beside the ranks, each test at
    half the rate.
+   Then every segment between confirmed change points offers its own strongest split (binary
+   segmentation continued, each of S segments at false_alarm_rate / S), until none is confirmed: a
+   window wider than a short level mixes its two edges.
 5. Survivors move to the split with the largest rank statistic on their neighbouring segments, within
    `window` of where they were (where the sides hardly overlap, to the least absolute deviation among
    the splits as likely as that one), and are confirmed once more.
@@ -33,14 +38,19 @@ values (so effects are relative and noise is roughly constant):
    (z^2 / 2 of the rank statistic) is within a factor 200 of the best one. For a step between known
    levels such a range misses the change with probability about 2/200 (the log-likelihood away from the
    change is a random walk whose drift is half its variance), so it holds the culprit 99 % of the time.
+   The change starts at the first kept point after it, or earlier at points set aside before that which
+   lie nearer the level after than the baseline; the range always holds that start
+   (scripts/bench_history_detection.py measures how often it holds the true step).
 
 Every change point carries its baseline, limits, effect, z and the indices of the points on each side.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -48,6 +58,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import ArrayLike
 
 from tewatch.detect.config import ChangePointConfig
+from tewatch.detect.distributions import median_of
 from tewatch.detect.speeds import share_split_curve, share_z, slow_threshold
 
 _MAD_TO_SIGMA_OF_DIFFS = 1.0 / (0.6744897501960817 * np.sqrt(2.0))
@@ -86,7 +97,7 @@ class ChangePoint:
 def robust_sigma(x: np.ndarray, floor: float) -> float:
     if len(x) < 3:
         return floor
-    return max(float(np.median(np.abs(np.diff(x)))) * _MAD_TO_SIGMA_OF_DIFFS, floor)
+    return max(median_of(np.abs(np.diff(x))) * _MAD_TO_SIGMA_OF_DIFFS, floor)
 
 
 def clipped_sigma(clipped: np.ndarray, floor: float) -> float:
@@ -97,7 +108,7 @@ def clipped_sigma(clipped: np.ndarray, floor: float) -> float:
 
 def running_median5(x: np.ndarray) -> np.ndarray:
     padded = np.pad(x, 2, mode="edge")
-    return np.median(sliding_window_view(padded, 5), axis=1)
+    return np.partition(sliding_window_view(padded, 5), 2, axis=1)[:, 2]
 
 
 def clip_outliers(x: np.ndarray, sigma: float, k: float) -> np.ndarray:
@@ -232,13 +243,18 @@ def split_curve(segment: np.ndarray, config: ChangePointConfig) -> np.ndarray:
     return curve if threshold is None else np.maximum(curve, share_split_curve(segment > threshold))
 
 
-def judge_split(x: np.ndarray, lo: int, t: int, hi: int, config: ChangePointConfig) -> SplitTest:
+def judge_split(
+    x: np.ndarray, lo: int, t: int, hi: int, config: ChangePointConfig, passes_only: bool = False
+) -> SplitTest:
     """Segments [lo, t) and [t, hi), each cut to max_segment points nearest the split. On two speeds
-    the share of slow runs is tested beside the ranks, each at half the false-alarm rate."""
+    the share of slow runs is tested beside the ranks, each at half the false-alarm rate. With
+    `passes_only` (confirmation, which needs no more), a split whose ranks pass even at half the rate
+    is not looked at for two speeds: it passes either way."""
     before, after = _sides(x, lo, t, hi, config)
     z = rank_z(before, after)
     rate = config.false_alarm_rate
-    threshold = two_speeds(np.concatenate((before, after)), config)
+    settled = passes_only and abs(z) >= critical_z(len(before) + len(after), rate / 2.0, config.persistence)
+    threshold = None if settled else two_speeds(np.concatenate((before, after)), config)
     if threshold is not None:
         rate /= 2.0
         by_share = share_z(before > threshold, after > threshold)
@@ -275,7 +291,7 @@ def strongest_split(x: np.ndarray, config: ChangePointConfig) -> list[int]:
 def absolute_deviation_cost(segment: np.ndarray, split: int) -> float:
     """Sum of absolute deviations of each side of `split` from its own median."""
     before, after = segment[:split], segment[split:]
-    return float(np.abs(before - np.median(before)).sum() + np.abs(after - np.median(after)).sum())
+    return float(np.abs(before - median_of(before)).sum() + np.abs(after - median_of(after)).sum())
 
 
 def separation(before: np.ndarray, after: np.ndarray) -> float:
@@ -337,15 +353,32 @@ def location_range(x: np.ndarray, cps: list[int], k: int, config: ChangePointCon
     return lo + first + 1, lo + last + 1
 
 
-def confirm(x: np.ndarray, candidates: list[int], config: ChangePointConfig) -> list[int]:
+Judge = Callable[[int, int, int], SplitTest]
+
+
+def split_judge(x: np.ndarray, config: ChangePointConfig) -> Judge:
+    """judge_split on one series, each split between the same neighbours judged once: confirmation
+    re-tests the same segments as candidates come and go."""
+
+    @functools.cache
+    def judge(lo: int, t: int, hi: int) -> SplitTest:
+        return judge_split(x, lo, t, hi, config, passes_only=True)
+
+    return lambda lo, t, hi: judge(max(lo, t - config.max_segment), t, min(hi, t + config.max_segment))
+
+
+def confirm(
+    x: np.ndarray, candidates: list[int], config: ChangePointConfig, judge: Judge | None = None
+) -> list[int]:
     """Merge away the weakest failing candidate until all pass; only neighbours of a merge are re-tested."""
     cps = sorted(set(candidates))
     n = len(x)
+    judge = judge or split_judge(x, config)
 
     def test(k: int) -> SplitTest:
         lo = cps[k - 1] if k > 0 else 0
         hi = cps[k + 1] if k + 1 < len(cps) else n
-        return judge_split(x, lo, cps[k], hi, config)
+        return judge(lo, cps[k], hi)
 
     tests = [test(k) for k in range(len(cps))]
     while cps:
@@ -361,45 +394,98 @@ def confirm(x: np.ndarray, candidates: list[int], config: ChangePointConfig) -> 
     return cps
 
 
-def segment(x: np.ndarray, config: ChangePointConfig) -> tuple[list[int], float]:
-    """Steps 3-5 on log values without gaps: the confirmed change points and the screening sigma."""
+def segment(x: np.ndarray, config: ChangePointConfig, known: tuple[int, ...] = ()) -> tuple[list[int], float]:
+    """Steps 3-5 on log values without gaps: the confirmed change points and the screening sigma.
+    `known`: more candidate splits (the first pass's change points and the edges of its runs of outliers)."""
     clipped = clip_outliers(x, robust_sigma(x, config.sigma_floor), config.winsor_k)
     sigma = clipped_sigma(clipped, config.sigma_floor)
     csum = np.concatenate(([0.0], np.cumsum(clipped)))
-    candidates = screen(csum, sigma, config) + strongest_split(x, config)
+    p = config.persistence
+    candidates = (
+        screen(csum, sigma, config) + strongest_split(x, config) + [t for t in known if p <= t <= len(x) - p]
+    )
     if not candidates:
         return [], sigma
-    cps = confirm(x, candidates, config)
+    judge = split_judge(x, config)
+    cps = confirm(x, candidates, config, judge)
+    if not known:
+        cps = split_segments(x, cps, config, judge)
     if cps:
-        cps = confirm(x, refine(x, cps, config), config)
+        cps = confirm(x, refine(x, cps, config), config, judge)
     return cps, sigma
 
 
-def outlying(x: np.ndarray, cps: list[int], config: ChangePointConfig) -> np.ndarray:
-    """Points further than outlier_k robust sigmas from the median of their segment: the sigma pooled
-    over all segments, or the segment's own where that is larger (a new level may be noisier than the
-    old ones, and its points are its level, not outliers). A segment of two speeds has two levels: each
-    point is measured from the median of its own speed, with the larger of the speeds' own sigmas."""
+def split_segments(x: np.ndarray, cps: list[int], config: ChangePointConfig, judge: Judge) -> list[int]:
+    """Binary segmentation continued: the strongest split of every segment between confirmed change
+    points is a candidate too, until no segment yields one that is confirmed. A window wider than a
+    short level mixes its two edges (a step up and back down 21 commits later screens as one peak); the
+    segment on its own shows the second edge. Each of S segments is searched at false_alarm_rate / S, so
+    that the search adds no more false alarms to a series than one test of it would."""
+    while True:
+        bounds = [0, *cps, len(x)]
+        strict = replace(config, false_alarm_rate=config.false_alarm_rate / (len(bounds) - 1))
+        splits = [
+            a + t
+            for a, b in itertools.pairwise(bounds)
+            for t in strongest_split(x[a:b], config)
+            if judge_split(x, a, a + t, b, strict).passes
+        ]
+        if not splits:
+            return cps
+        grown = confirm(x, cps + splits, config, judge)
+        if len(grown) <= len(cps):
+            return cps
+        cps = grown
+
+
+def outlying_side(x: np.ndarray, cps: list[int], config: ChangePointConfig) -> np.ndarray:
+    """+1 (-1) for points further than outlier_k robust sigmas above (below) the median of their segment,
+    0 for the rest: the sigma pooled over all segments, or the segment's own where that is larger (a new
+    level may be noisier than the old ones, and its points are its level, not outliers). A segment of two
+    speeds has two levels: each point is measured from the median of its own speed, with the larger of
+    the speeds' own sigmas."""
     bounds = [0, *cps, len(x)]
     parts, own = [], []
     for a, b in itertools.pairwise(bounds):
         part = x[a:b]
         threshold = two_speeds(part, config)
         if threshold is None:
-            residual = part - np.median(part)
-            own.append(_MAD_TO_SIGMA * float(np.median(np.abs(residual))))
+            residual = part - median_of(part)
+            own.append(_MAD_TO_SIGMA * median_of(np.abs(residual)))
         else:
             slow = part > threshold
-            residual = np.where(slow, part - np.median(part[slow]), part - np.median(part[~slow]))
+            residual = np.where(slow, part - median_of(part[slow]), part - median_of(part[~slow]))
             own.append(
-                _MAD_TO_SIGMA
-                * max(float(np.median(np.abs(residual[slow]))), float(np.median(np.abs(residual[~slow]))))
+                _MAD_TO_SIGMA * max(median_of(np.abs(residual[slow])), median_of(np.abs(residual[~slow])))
             )
         parts.append(residual)
-    pooled = max(_MAD_TO_SIGMA * float(np.median(np.abs(np.concatenate(parts)))), config.sigma_floor)
+    pooled = max(_MAD_TO_SIGMA * median_of(np.abs(np.concatenate(parts))), config.sigma_floor)
     return np.concatenate(
-        [np.abs(part) > config.outlier_k * max(pooled, sigma) for part, sigma in zip(parts, own, strict=True)]
-    )
+        [
+            np.sign(part) * (np.abs(part) > config.outlier_k * max(pooled, sigma))
+            for part, sigma in zip(parts, own, strict=True)
+        ]
+    ).astype(int)
+
+
+def persistent_runs(side: np.ndarray, config: ChangePointConfig) -> list[tuple[int, int]]:
+    """[start, end) of every run of consecutive points outlying on the same side that is a level, not a
+    run of outlying processes: it holds for `persistence` points, as any level must, and is too long to
+    be chance. With a share q of the other points outlying on that side, n points hold a run of L or
+    more by chance about n q^L times; a run counts as a level where that is below a tenth of
+    false_alarm_rate, so that runs add little to the false alarms of the rank test (an H200's quantize,
+    15 % of its processes outlying, has 5 in a row in 2 % of 300-point series)."""
+    n = len(side)
+    bounds = np.flatnonzero(np.diff(side, prepend=0, append=0)) if side.any() else np.array([], dtype=int)
+    runs = []
+    for start, end in itertools.pairwise(bounds):
+        length = int(end - start)
+        if side[start] == 0 or length < config.persistence:
+            continue
+        others = (int(np.count_nonzero(side == side[start])) - length) / max(n - length, 1)
+        if n * others**length <= 0.1 * config.false_alarm_rate:
+            runs.append((int(start), int(end)))
+    return runs
 
 
 def detect_change_points(values: ArrayLike, config: ChangePointConfig | None = None) -> list[ChangePoint]:
@@ -409,14 +495,20 @@ def detect_change_points(values: ArrayLike, config: ChangePointConfig | None = N
     measured = np.flatnonzero(np.isfinite(y) & (y > 0))
     if len(measured) < 2 * config.persistence:
         return []
-    x = np.log(y[measured])
+    x = logs = np.log(y[measured])
     cps, sigma = segment(x, config)
-    core = ~outlying(x, cps, config)
-    if not core.all():
+    side = outlying_side(x, cps, config)
+    levels = persistent_runs(side, config)
+    for start, end in levels:
+        side[start:end] = 0
+    core = side == 0
+    if levels or not core.all():
         if core.sum() < 2 * config.persistence:
             return []
+        kept_before = np.cumsum(core) - core  # core points before each point: its index once x is cut
+        splits = [*cps, *(t for run in levels for t in run if t < len(x))]
         x = x[core]
-        cps, sigma = segment(x, config)
+        cps, sigma = segment(x, config, tuple(int(kept_before[t]) for t in splits))
     position = np.flatnonzero(core)  # of each core point among the measured ones
     found = []
     for k, t in enumerate(cps):
@@ -432,7 +524,7 @@ def detect_change_points(values: ArrayLike, config: ChangePointConfig | None = N
         )
         found.append(
             ChangePoint(
-                index=int(measured[position[t]]),
+                index=int(measured[first_on_new_level(logs, position[t - 1], position[t], baseline, shift)]),
                 before_index=int(measured[position[t - 1]]),
                 # a set-aside point just before the range may be the first changed one
                 first_possible_index=int(measured[position[first - 1] + 1]),
@@ -449,3 +541,13 @@ def detect_change_points(values: ArrayLike, config: ChangePointConfig | None = N
             )
         )
     return found
+
+
+def first_on_new_level(logs: np.ndarray, before: int, after: int, baseline: float, shift: float) -> int:
+    """Where the new level starts among the measured points: `after`, the first kept point past the step,
+    or a point set aside between it and `before` (the last kept point before the step) from which on
+    every set-aside point lies nearer the level after than the baseline."""
+    at = after
+    while at - 1 > before and abs(logs[at - 1] - baseline - shift) < abs(logs[at - 1] - baseline):
+        at -= 1
+    return at

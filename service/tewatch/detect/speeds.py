@@ -22,12 +22,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from tewatch.detect.distributions import median_of
+
 WIDEST_GAPS_TRIED = 3
 _MAD_TO_SIGMA = 1.482602218505602
 
 
+def _middle(ordered: np.ndarray) -> float:
+    n = len(ordered)
+    return 0.5 * float(ordered[(n - 1) // 2] + ordered[n // 2])
+
+
 def robust_spread(x: np.ndarray) -> float:
-    return _MAD_TO_SIGMA * float(np.median(np.abs(x - np.median(x))))
+    return _MAD_TO_SIGMA * median_of(np.abs(x - median_of(x)))
 
 
 def slow_threshold(
@@ -40,14 +47,19 @@ def slow_threshold(
     if n < 2 * smallest:
         return None
     gaps = np.diff(values)
-    for i in np.argsort(gaps)[::-1][:WIDEST_GAPS_TRIED]:
+    widest = (
+        np.argpartition(gaps, -WIDEST_GAPS_TRIED)[-WIDEST_GAPS_TRIED:]
+        if n > WIDEST_GAPS_TRIED + 1
+        else np.arange(n - 1)
+    )
+    for i in widest[np.argsort(gaps[widest])[::-1]]:
         if gaps[i] < min_gap:
             return None  # the widest gaps come first
         if not smallest <= i + 1 <= n - smallest:
             continue
         low, high = values[: i + 1], values[i + 1 :]
         spread = max(robust_spread(low), robust_spread(high))
-        if gaps[i] >= gap * spread and np.median(high) - np.median(low) >= separation * spread:
+        if gaps[i] >= gap * spread and _middle(high) - _middle(low) >= separation * spread:
             return float(0.5 * (values[i] + values[i + 1]))
     return None
 

@@ -6,23 +6,24 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from tewatch.alerts.events import EventType, emit
-from tewatch.alerts.lifecycle import open_alert
+from tewatch.alerts.lifecycle import change_status, open_alert
 from tewatch.detect.changepoint import ChangePoint, detect_change_points
 from tewatch.detect.config import ChangePointConfig
 from tewatch.detect.direction import Direction, direction_of
 from tewatch.detect.environment import environment_shift
+from tewatch.detect.returns import returns
 from tewatch.detect.version import DETECTOR_VERSION
+from tewatch.pipeline.environment_alerts import SeriesChange, environment_shifts, store_environment_alerts
 from tewatch.pipeline.history import History, SeriesInfo, branch_histories
 from tewatch.pipeline.labels import machine_of, measured_on
 from tewatch.pipeline.summary import WRITE_BATCH, DetectSummary
-from tewatch.pipeline.withdrawal import withdraw
-from tewatch.store.alert_models import AlertKind, Detection
+from tewatch.pipeline.withdrawal import STILL_OPEN, reopen_unreturned, resolve_returned, withdraw
+from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, Detection
 from tewatch.store.database import write_session
 from tewatch.store.models import Run
 
@@ -46,7 +47,10 @@ def _record_change_point(
     public_url: str,
     summary: DetectSummary,
     existing: list[Detection],
-) -> None:
+    folded_into: int | None,
+) -> Detection:
+    """Store a change point (updating the stored one it moved from) and, for a new regression that is not
+    part of an environment's shift (`folded_into`: that shift's alert), open its alert."""
     info, points = history.info, history.points
     direction = direction_of(cp.effect, info.higher_is_better)
     shift = environment_shift(
@@ -89,7 +93,7 @@ def _record_change_point(
             for name, value in fields.items():
                 setattr(stored, name, value)
             existing.remove(stored)
-            return
+            return stored
     detection = Detection(**fields)
     session.add(detection)
     session.flush()
@@ -97,16 +101,16 @@ def _record_change_point(
     summary.environment_shifts += shift is not None
     if direction is Direction.improvement:
         summary.new_improvements += 1
-        return
+        return detection
     summary.new_regressions += 1
-    sha_range = f"{points[cp.first_possible_index].sha[:10]}..{points[cp.last_possible_index].sha[:10]}"
-    prefix = "[environment] " if shift else ""
+    if folded_into is not None:
+        return detection
+    sha_range = commit_range(history, cp)
     alert, created = open_alert(
         session,
         f"regression:{info.key}:{branch}:{detection.id}",
         AlertKind.regression,
-        f"{prefix}{info.label}{measured_on(info.gpu_model, machine_of(session, points[cp.index].run_id))}: "
-        f"{cp.effect * 100:+.1f} % since {sha_range}",
+        regression_title(session, history, cp, shift is not None),
         series_id=info.series_id,
         case_id=info.case_id,
         detection_id=detection.id,
@@ -143,12 +147,64 @@ def _record_change_point(
         }
         emit(session, EventType.regression_detected, payload)
         summary.events += 1
+    return detection
 
 
-@dataclass(frozen=True)
-class _Found:
-    history: History
-    change_points: list[ChangePoint]
+def commit_range(history: History, cp: ChangePoint) -> str:
+    points = history.points
+    return f"{points[cp.first_possible_index].sha[:10]}..{points[cp.last_possible_index].sha[:10]}"
+
+
+def regression_title(session: Session, history: History, cp: ChangePoint, environment_shift: bool) -> str:
+    info, point = history.info, history.points[cp.index]
+    prefix = "[environment] " if environment_shift else ""
+    where = measured_on(info.gpu_model, machine_of(session, point.run_id))
+    return f"{prefix}{info.label}{where}: {cp.effect * 100:+.1f} % since {commit_range(history, cp)}"
+
+
+def let_go_or_follow(
+    session: Session,
+    change: SeriesChange,
+    detections: list[Detection],
+    folded: dict[tuple[str, int], int],
+    summary: DetectSummary,
+) -> None:
+    """The regression alerts of one series' change points: resolved where the series has come back (or
+    the regression is part of an environment's shift, which has its own alert), opened again where that
+    return is no longer shown, and otherwise kept on the change point as history refines it (its commit
+    range and effect)."""
+    by_detection = {
+        alert.detection_id: alert
+        for alert in session.scalars(
+            select(Alert).where(
+                Alert.detection_id.in_([d.id for d in detections]), Alert.kind == AlertKind.regression
+            )
+        )
+    }
+    for k, (cp, detection) in enumerate(zip(change.change_points, detections, strict=True)):
+        alert = by_detection.get(detection.id)
+        if alert is None:
+            continue
+        environment_alert = folded.get((change.history.info.key, cp.index))
+        if environment_alert is not None and alert.status in STILL_OPEN:
+            change_status(
+                session,
+                alert,
+                AlertStatus.resolved,
+                "detector",
+                f"part of a shift of its whole environment: alert {environment_alert}",
+            )
+            summary.resolved_alerts += 1
+        elif k in change.returned:
+            sha = change.history.points[change.change_points[change.returned[k]].index].sha
+            resolve_returned(session, alert, sha, summary)
+        else:
+            reopen_unreturned(session, alert)
+            sha_range = commit_range(change.history, cp)
+            if alert.status in STILL_OPEN and (alert.details or {}).get("commit_range") != sha_range:
+                alert.title = regression_title(session, change.history, cp, detection.environment_shift)[:500]
+                alert.effect = cp.effect
+                alert.details = {**(alert.details or {}), "commit_range": sha_range}
 
 
 class _Stale(Exception):
@@ -178,16 +234,25 @@ def _stored_detections(session: Session, branch: str, keys: list[str]) -> dict[s
 
 def _store_change_points(
     engine: Engine,
-    found: list[_Found],
+    found: list[SeriesChange],
     branch: str,
     config: ChangePointConfig,
     public_url: str,
     summary: DetectSummary,
     state: tuple[int, int | None] | None,
 ) -> None:
-    """Store what the histories showed, WRITE_BATCH series per transaction. With `state`, raises _Stale
-    before a batch once the branch has moved on from it (batches already stored stay: storing is
-    idempotent, the next pass updates them)."""
+    """Store what the histories showed: first the shifts shared by most series of an environment (one
+    alert each), then the series, WRITE_BATCH per transaction. With `state`, raises _Stale before a
+    transaction once the branch has moved on from it (what is already stored stays: storing is
+    idempotent, the next pass updates it)."""
+    shifts, groups = environment_shifts(found)
+    with write_session(engine) as session:
+        if state is not None and _branch_state(session, branch) != state:
+            raise _Stale
+        folded = {
+            key: alert.id
+            for key, alert in store_environment_alerts(session, shifts, groups, branch, summary).items()
+        }
     for start in range(0, len(found), WRITE_BATCH):
         batch = found[start : start + WRITE_BATCH]
         with write_session(engine) as session:
@@ -196,11 +261,23 @@ def _store_change_points(
             stored = _stored_detections(session, branch, [f.history.info.key for f in batch])
             for item in batch:
                 commits = {p.commit_id for p in item.history.points}
-                existing = stored.get(item.history.info.key, [])
-                for cp in item.change_points:
+                key = item.history.info.key
+                existing = stored.get(key, [])
+                detections = [
                     _record_change_point(
-                        session, item.history, cp, branch, config, public_url, summary, existing
+                        session,
+                        item.history,
+                        cp,
+                        branch,
+                        config,
+                        public_url,
+                        summary,
+                        existing,
+                        folded.get((key, cp.index)),
                     )
+                    for cp in item.change_points
+                ]
+                let_go_or_follow(session, item, detections, folded, summary)
                 for gone in existing:
                     if gone.commit_id in commits:  # later history no longer supports it
                         withdraw(
@@ -227,7 +304,9 @@ def detect_on_branch(
             progress_total(len(histories))
         found = []
         for history in histories:
-            found.append(_Found(history, detect_change_points(history.values, config)))
+            change_points = detect_change_points(history.values, config)
+            returned = returns(change_points, history.info.higher_is_better)
+            found.append(SeriesChange(history, change_points, returned))
             if progress and attempt == 0:
                 progress(1)
         last = attempt == STALE_ATTEMPTS - 1

@@ -57,6 +57,7 @@ class Point:
     sha: str
     value: float
     environment: dict[str, str]
+    machine_id: int = 0  # 0 on derived (ratio) series
 
 
 @dataclass
@@ -148,7 +149,7 @@ def branch_histories(
         key = run_order(committed_at, started_at, uploaded_at, run_id)
         order[commit_id] = min(order.get(commit_id, key), key)
         env = environments[(machine_id, env_id)]
-        by_series_commit[series_id][commit_id].append((run_id, sha, value, env))
+        by_series_commit[series_id][commit_id].append((run_id, sha, value, env, machine_id))
         run_meta[run_id] = (commit_id, sha, env)
         if with_ratios:
             s = info[series_id]
@@ -162,10 +163,10 @@ def branch_histories(
         history = History(info=info[series_id])
         for commit_id in sorted(commits, key=order.__getitem__):
             runs = commits[commit_id]
-            run_id, sha, value, env = max(runs, key=lambda r: r[0])
+            run_id, sha, value, env, machine_id = max(runs, key=lambda r: r[0])
             if len(runs) > 1:
                 value = float(np.median([r[2] for r in runs]))
-            history.points.append(Point(run_id, commit_id, sha, value, env))
+            history.points.append(Point(run_id, commit_id, sha, value, env, machine_id))
         histories.append(history)
     if with_ratios:
         histories += ratio_histories(per_run, run_meta, order, info)

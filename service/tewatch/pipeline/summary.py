@@ -15,6 +15,8 @@ class DetectSummary:
     new_improvements: int = 0
     environment_shifts: int = 0
     withdrawn: int = 0
+    returned: int = 0  # regression alerts resolved because their series came back
+    environment_alerts: int = 0  # shifts shared by most series of an environment, one alert each
     correctness_alerts: int = 0
     resolved_alerts: int = 0
     comparisons: dict[str, int] = field(default_factory=dict)
