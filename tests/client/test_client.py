@@ -156,7 +156,8 @@ def test_pull_request_comparisons_with_labels(tw, history):
     ]
     assert len(quantize) >= 5 and quantize["effect"].between(0.5, 1.5).all()
     assert (quantize["ci_low"] > 0).all()
-    assert tw.comparisons(999).empty and list(tw.comparisons(999).columns) == list(comparisons.columns)
+    with pytest.raises(ClientError, match=r"^pull request 999 has no run stored at http://127\.0\.0\.1:\d+$"):
+        tw.comparisons(999)
 
 
 def test_change_points_with_labels_and_commits(tw, history):

@@ -158,7 +158,7 @@ def _say_retry(details, policy: RetryPolicy) -> None:
     cause = details.caused_by
     why = str(cause) if isinstance(cause, RetryableAnswer) else f"{type(cause).__name__}: {cause}"
     typer.echo(
-        f"retrying in {details.wait_for:.1f} s (try {details.retry_num + 1} of {policy.attempts}): {why}",
+        f"retrying in {details.wait_for:.2f} s (try {details.retry_num + 1} of {policy.attempts}): {why}",
         err=True,
     )
 
