@@ -4,8 +4,8 @@ throwaway git copy of the project, then the results file and every sidecar recor
 import json
 import math
 import os
-import signal
 import re
+import signal
 import subprocess
 import sys
 import time

@@ -157,7 +157,9 @@ def store_correctness(engine: Engine, changes: CorrectnessChanges, summary: Dete
     for start in range(0, len(changes.failures), WRITE_BATCH):
         with write_session(engine) as session:
             batch = changes.failures[start : start + WRITE_BATCH]
-            already_open = _cases_with_open_alerts(session, changes, [f.alert_fields["case_id"] for f in batch])
+            already_open = _cases_with_open_alerts(
+                session, changes, [f.alert_fields["case_id"] for f in batch]
+            )
             for failure in batch:
                 if failure.alert_fields["case_id"] in already_open:
                     continue
