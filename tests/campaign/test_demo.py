@@ -182,3 +182,19 @@ def test_the_analysis_example_draws_the_plot_docs_keeps(example) -> None:
     kept = (ROOT / PLOT).read_bytes()
     assert len(kept) < 100_000 and len(example["plot"]) < 100_000
     assert png_size(example["plot"]) == png_size(kept) == (630, 288)
+
+
+def test_the_cpu_run_says_a_line_each_tenth_of_the_way() -> None:
+    from tewatch.campaign.demo import progress_every
+
+    lines: list[str] = []
+    progress = progress_every(10, lines.append)
+    for percent in (0.5, 3.0, 9.9, 10.0, 12.5, 25.0, 26.0, 99.0, 100.0):
+        progress(percent, f"case at {percent}")
+    assert lines == [
+        "0%: case at 0.5",
+        "10%: case at 10.0",
+        "25%: case at 25.0",
+        "99%: case at 99.0",
+        "100%: case at 100.0",
+    ]
