@@ -6,7 +6,7 @@
 #               with them the call's working tree passes its 64 MiB
 # Device call:  carry [".te", ".whl"]; the command sources this file first.
 # On an ordinary GPU runner none of this is needed: pip install "transformer_engine[pytorch]" and
-# `pip install -e .[suites]` (README).
+# `pip install -e .[suites]` (docs/gpu-runners.md).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 # TE into the image's Python from .te/; runs of several releases use scripts/gpu-te-prefix.sh instead
 if [[ -d .te ]]; then bash .te/install-te.sh || return 1; fi

@@ -32,11 +32,10 @@ step() {
 }
 
 step "creating .venv" python3 -m venv .venv
-# the CPU build; an unpinned torch pulls a multi-GB CUDA one
-step "installing torch 2.13.0 (a large download on a first run)" \
-    .venv/bin/pip install -q torch==2.13.0
-step "installing tewatch and the suites' packages (asv, asv_runner, nvidia-ml-py)" \
-    .venv/bin/pip install -q -e ".[suites]"
+step "installing torch 2.13.0, the CPU build (a large download on a first run)" \
+    bash scripts/install-torch.sh .venv
+step "installing tewatch, the suites' packages (asv, asv_runner, nvidia-ml-py) and pandas for tewatch.client" \
+    .venv/bin/pip install -q -e ".[suites,analysis]"
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$PWD/.inductor-cache}
 echo "quickstart: starting the demo ($((SECONDS)) s so far)"
 exec .venv/bin/tewatch demo "$@"

@@ -68,18 +68,18 @@ def _td(cell: MatrixCell | None, row: MatrixRow, column: str, rank: int | None, 
     )
 
 
-def row_cells(
-    row: MatrixRow,
-    ranks: Sequence[int],
-    modes: Sequence[str],
-    rank_checks: Sequence[str],
-    row_checks: Sequence[str],
+def grid_cells(
+    row: MatrixRow, ranks: Sequence[int], modes: Sequence[str], rank_checks: Sequence[str]
 ) -> Markup:
-    """Every cell of one grid row, in the header's column order: per rank the modes then the rank checks,
-    then the per-recipe checks."""
+    """A row's cells of the compile-vs-eager table, in its header's order: per rank the modes, then the
+    rank checks."""
     tds = []
     for rank in ranks:
         tds += [_td(row.cells.get((rank, mode)), row, mode, rank, False) for mode in modes]
         tds += [_td(row.cells.get((rank, op)), row, op, rank, True) for op in rank_checks]
-    tds += [_td(row.cells.get((0, op)), row, op, None, True) for op in row_checks]
     return Markup("".join(tds))
+
+
+def check_cells(row: MatrixRow, row_checks: Sequence[str]) -> Markup:
+    """A row's cells of the per-recipe checks table, in its header's order."""
+    return Markup("".join(_td(row.cells.get((0, op)), row, op, None, True) for op in row_checks))

@@ -106,3 +106,15 @@ def test_an_alert_is_acknowledged_then_resolved(api, uploaded):
         assert client.post("/api/v1/alerts/999999/status", json={"status": "resolved"}).status_code == 404
         with api.client(token=None) as anonymous:
             assert anonymous.post(path, json={"status": "resolved"}).status_code == 401
+
+
+def test_a_cpu_run_without_te_answers_its_te_version_and_commit_as_missing(api, uploaded):
+    run_id = uploaded[0]["run_id"]
+    with api.client() as client:
+        run = client.get(f"/api/v1/runs/{run_id}").json()
+        listed = client.get("/api/v1/runs", params={"branch": "main"}).json()["items"]
+        [result, *_] = client.get(f"/api/v1/runs/{run_id}/results").json()["items"]
+        points = client.get(f"/api/v1/series/{result['series_id']}").json()["points"]
+    assert run["torch"] == "2.13.0+cpu" and (run["te_version"], run["te_commit"]) == (None, None)
+    assert {(r["te_version"], r["te_commit"]) for r in listed} == {(None, None)}
+    assert points and {p["te_version"] for p in points} == {None}

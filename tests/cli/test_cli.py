@@ -98,3 +98,25 @@ def test_a_pull_request_upload_says_when_its_merge_base_has_no_runs_there(live_s
     assert "tewatch run --ab" in lone.stderr
     measured = tewatch(*args, "--pr", "7", "--base", commit)
     assert measured.returncode == 0 and "warning" not in measured.stderr, measured.stderr
+
+
+def test_help_texts_wrap_where_the_terminal_ends_not_where_the_source_does():
+    """On a terminal wide enough, each command's description in `tewatch --help` is one line: a line break in
+    the source does not break it."""
+    import os
+
+    done = subprocess.run(
+        [*CLI, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "COLUMNS": "1000", "NO_COLOR": "1"},
+    )
+    lines = done.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if "Commands" in line) + 1
+    rows = [line.strip("│").rstrip() for line in lines[start:] if line.startswith("│")]
+    assert len(rows) >= 12, rows
+    names = [row.split()[0] for row in rows if not row.startswith("  ")]
+    assert len(names) == len(rows), [row for row in rows if row.startswith("  ")]  # no continuation lines
+    assert {"upload", "export", "eval-detector", "run"} <= set(names)

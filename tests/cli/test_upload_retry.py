@@ -8,6 +8,7 @@ command runs as a process, with a backoff of a few hundredths of a second."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -185,3 +186,19 @@ def test_retries_stop_after_the_time_given(service, proxy):
     tries = len(proxy.posts) / 2
     assert 2 <= tries <= 8, proxy.posts
     assert elapsed < 60
+
+
+def test_no_retry_starts_past_the_time_given(service, proxy):
+    """Waits of 0.3-0.6, 0.6-0.9, 1.2-1.5 s: a third retry would start past 1 s, so none is scheduled."""
+    proxy.reset(always="503")
+    done = upload(proxy, service.token, "--attempts", "100", "--retry-for", "1", "--retry-wait", "0.3")
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    ends = [i for i, line in enumerate(lines) if line.startswith("error: ")][:2]
+    for start, end in zip([-1, ends[0]], ends, strict=True):  # each results file's own retries
+        waits = [
+            float(re.match(r"retrying in (\d+\.\d+) s", line).group(1))
+            for line in lines[start + 1 : end]
+            if line.startswith("retrying in ")
+        ]
+        assert 1 <= len(waits) <= 2 and sum(waits) <= 1.0, lines

@@ -156,7 +156,8 @@ def test_pull_request_comparisons_with_labels(tw, history):
     ]
     assert len(quantize) >= 5 and quantize["effect"].between(0.5, 1.5).all()
     assert (quantize["ci_low"] > 0).all()
-    assert tw.comparisons(999).empty and list(tw.comparisons(999).columns) == list(comparisons.columns)
+    with pytest.raises(ClientError, match=r"^pull request 999 has no run stored at http://127\.0\.0\.1:\d+$"):
+        tw.comparisons(999)
 
 
 def test_change_points_with_labels_and_commits(tw, history):
@@ -270,3 +271,32 @@ def test_pandas_stays_out_of_the_service(tmp_path):
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_full_profile_s_compile_ratios_are_those_docs_analysis_quotes(tw):
+    """docs/analysis.md's paragraph on the full profile: its example's arithmetic, mode by mode, on the
+    history these tests serve (the full and quick profiles of TE 2.20.2 on an H200)."""
+    series = tw.series(case="linear.LinearFwdBwd", gpu="NVIDIA H200")
+    timing = series[series["benchmark"] == "linear.LinearFwdBwd.track_seconds"]
+    samples = tw.samples(timing["series_id"], branch="main").dropna(subset=["sample"])
+    per_run = (
+        samples.groupby(["run_id", "recipe", "rank", "mode"], observed=True)["sample"]
+        .median()
+        .unstack("mode")
+    )
+    ratio = (
+        per_run.drop(columns="eager")
+        .div(per_run["eager"], axis=0)
+        .groupby(["recipe", "rank"], observed=True)
+        .median()
+        .round(2)
+    )
+    assert set(ratio.columns) == {"default", "reduce-overhead", "max-autotune"}
+    bf16 = ratio.loc["bf16"].to_numpy(float)
+    assert (bf16.min(), bf16.max()) == (0.94, 1.05)  # "0.94 to 1.05 in every mode and rank"
+    assert sorted(ratio.loc["fp8-block", "default"]) == [1.17, 1.22, 1.22]  # "17 to 22 % slower"
+    assert set(ratio.loc["torch-ref", "default"]) == {0.86}  # "14 % faster"
+    assert set(ratio.loc["nvfp4-ref"].to_numpy(float).ravel()) <= {0.99, 1.0}
+    others = ratio.drop(index=["bf16", "torch-ref", "nvfp4-ref"], level="recipe").copy()
+    others.loc["fp8-block", "default"] = float("nan")
+    assert (others - 1).abs().max().max() == pytest.approx(0.25, abs=0.005)  # "up to 25 % either way"

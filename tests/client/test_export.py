@@ -95,6 +95,15 @@ def test_a_pull_request_and_a_time_range(history, tw, tmp_path):
     assert set(pd.read_csv(tmp_path / "range" / "samples.csv")["run_id"]) == {first["run_id"]}
 
 
+def test_tables_are_named_as_their_files(history, tw, tmp_path):
+    for spelled in ("change_points", "change-points"):
+        done = export(history.url, tmp_path / spelled, "--branch", "main", "--table", spelled)
+        assert done.returncode == 0, done.stderr
+        assert [p.name for p in (tmp_path / spelled).iterdir()] == ["change_points.parquet"]
+        back = pd.read_parquet(tmp_path / spelled / "change_points.parquet")
+        assert len(back) == len(tw.change_points(branch="main", active=None)) == 2
+
+
 def test_errors_are_one_line(history, tmp_path):
     nowhere = export(f"http://127.0.0.1:{free_port()}", tmp_path)
     assert nowhere.returncode == 1 and nowhere.stderr.startswith(

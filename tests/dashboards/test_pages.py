@@ -556,3 +556,95 @@ def test_runs_name_their_repository_and_filter_by_it(site):
         only = client.get("/runs", params={"repo": TINY_REPO}).text
     assert f"{len(tiny)} uploaded runs" in only
     assert only.count('data-role="repo"') == len(tiny) and only.count(f">{TINY_REPO}</div>") == len(tiny)
+
+
+FITS = """() => {
+  const doc = document.documentElement;
+  const tables = [...document.querySelectorAll('table.data, table.matrix')].map(t => {
+    const wrap = t.parentElement.closest('.table-wrap, .scroll-x') || t.parentElement;
+    const box = wrap.getBoundingClientRect();
+    return {id: t.id || t.dataset.part || '', overflow: t.getBoundingClientRect().width - wrap.clientWidth,
+            wrapRight: box.right};
+  });
+  const nav = [...document.querySelectorAll('header .nav a, header .brand, header .jump input')].map(a => {
+    const box = a.getBoundingClientRect();
+    return {text: a.textContent.trim(), left: box.left, right: box.right, visible: box.width > 0};
+  });
+  return {page: doc.scrollWidth - window.innerWidth, tables, nav, width: window.innerWidth};
+}"""
+WIDTH_PAGES = ("/", "/matrix", "/alerts", "/runs", "/machines", f"/pr/{PR_NUMBER}")
+
+
+def page_at(browser, width: int):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    return context, context.new_page()
+
+
+def test_at_1280_px_every_table_fits_and_the_matrix_shows_its_per_recipe_checks(site, browser):
+    context, page = page_at(browser, 1280)
+    try:
+        for path in WIDTH_PAGES:
+            page.goto(site.url + path)
+            page.wait_for_load_state("networkidle")
+            fits = page.evaluate(FITS)
+            assert fits["page"] <= 0, (path, fits["page"])
+            too_wide = [t for t in fits["tables"] if t["overflow"] > 1]
+            assert not too_wide, (path, too_wide)
+            screenshot(page, f"width-1280{path.replace('/', '-').rstrip('-') or '-overview'}")
+        page.goto(site.url + "/matrix")
+        for op in ("cpu_round_trip", "checkpoint", "dcp_round_trip"):
+            cells = page.query_selector_all(f"table.matrix td.cell[data-check='{op}']")
+            assert cells, op
+            boxes = [cell.bounding_box() for cell in cells]
+            assert all(box and box["x"] >= 0 and box["x"] + box["width"] <= 1280 for box in boxes), op
+        page.goto(site.url + "/")
+        header = page.query_selector("#cases thead th:last-child")
+        assert header.inner_text() == "Commit" and header.bounding_box()["x"] + 10 < 1280
+    finally:
+        context.close()
+
+
+def test_at_390_px_the_navigation_wraps_and_wide_tables_scroll_in_their_panel(site, browser):
+    context, page = page_at(browser, 390)
+    try:
+        for path in WIDTH_PAGES:
+            page.goto(site.url + path)
+            page.wait_for_load_state("networkidle")
+            fits = page.evaluate(FITS)
+            assert fits["page"] <= 0, (path, fits["page"])
+            clipped = [n for n in fits["nav"] if not n["visible"] or n["left"] < 0 or n["right"] > 390]
+            assert not clipped, (path, clipped)
+            assert all(t["wrapRight"] <= 390 for t in fits["tables"]), (path, fits["tables"])
+            screenshot(page, f"width-390{path.replace('/', '-').rstrip('-') or '-overview'}")
+        nav = [a.inner_text() for a in page.query_selector_all("header .nav a")]
+        assert nav == ["Overview", "Compile vs eager", "Alerts", "Runs", "Machines"]
+    finally:
+        context.close()
+
+
+AXIS = """() => {
+  const el = document.getElementById('chart');
+  const u = el.tewatch.plot, x = u.axes[0], y = u.axes[1];
+  u.ctx.font = x.font[0];
+  const width = (label) => Math.max(0, ...String(label || '').split('\\n').map((l) => u.ctx.measureText(l).width));
+  const right = x._splits.map((split, i) => u.valToPos(split, 'x', true) + width(x._values[i]) / 2);
+  return {xLabels: x._values, lastRight: Math.max(...right), canvas: u.ctx.canvas.width, yLabels: y._values,
+          linear: el.tewatch.yTickLabels([0, 0.0005, 0.001, 0.0015], 'seconds', false),
+          unlabelled: el.tewatch.yTickLabels([null, 0.002, null], 'seconds', true)};
+}"""
+
+
+def test_series_axes_label_every_tick_in_one_unit_and_draw_the_last_commit_whole(site, page):
+    open_page(page, site, "/")
+    href = page.eval_on_selector("#cases tbody tr[data-status=pass] td.num a", "a => a.href")
+    for scale in ("linear", "log"):
+        open_page(page, site, href.removeprefix(site.url) + ("?scale=log" if scale == "log" else ""))
+        page.wait_for_selector("#chart[data-ready='1']")
+        axis = page.evaluate(AXIS)
+        assert axis["xLabels"] and axis["lastRight"] <= axis["canvas"], (scale, axis)
+        assert all("—" not in label for label in axis["yLabels"]), (scale, axis["yLabels"])
+        units = {label.split()[-1] for label in axis["yLabels"] if label}
+        assert units and (scale == "log" or len(units) == 1), axis["yLabels"]
+    assert axis["linear"] == ["0 ms", "0.5 ms", "1 ms", "1.5 ms"]
+    assert axis["unlabelled"] == ["", "2.00 ms", ""]
+    assert not page.problems, page.problems

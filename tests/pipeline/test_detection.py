@@ -111,6 +111,22 @@ def test_correctness_alert_when_a_case_leaves_pass_and_resolution_when_it_return
     assert payload["previous"] == "pass" and payload["status"] == "error"
 
 
+def test_a_failing_run_of_an_older_commit_opens_no_second_alert_for_a_case_with_one_open(engine):
+    with Session(engine, expire_on_commit=False) as session, session.begin():
+        history = StoreHistory(session)
+        newest = history.add_run(f"{9:040x}", 1e-3, VerdictStatus.error, at=9).id
+    assert detect_after_upload(engine, newest, URL).correctness_alerts == 1
+    with Session(engine) as session, session.begin():
+        history.session = session  # the history's machines, case and series, stored already
+        backfilled = history.add_run(f"{1:040x}", 1e-3, VerdictStatus.error, at=1).id
+    # nothing on main before the older commit, so its failure is new there: the case's alert is still open
+    assert detect_after_upload(engine, backfilled, URL).correctness_alerts == 0
+    with Session(engine) as session:
+        [alert] = session.scalars(select(Alert)).all()
+    assert alert.run_id == newest and alert.status == AlertStatus.open
+    assert len(events(engine, "correctness.failed")) == 1
+
+
 def _slower_pull_request(engine, status: VerdictStatus, pr_number: int) -> int:
     """30 runs of main, then a pull-request run 20 % slower on the newest of them; its run id."""
     with Session(engine) as session, session.begin():

@@ -4,6 +4,7 @@ throwaway git copy of the project, then the results file and every sidecar recor
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -71,6 +72,9 @@ def test_run_succeeds_and_files_results_under_the_given_commit(run: tuple) -> No
     machine = json.loads((results / "ci-cpu" / "machine.json").read_text())
     assert machine["gpu_model"] == "cpu" and machine["compute_capability"] == ""
     assert machine["gpu_count"] == "0"
+    # stderr is no terminal here: progress comes as a line per case asv starts, not a bar drawn nowhere
+    progress = re.findall(r"^asv +(\d+\.\d)% +\d+ s  (\S+)", proc.stderr, re.M)
+    assert len(progress) >= 10 and float(progress[-1][0]) >= 90
 
 
 def _cases(results: Path) -> list[tuple[str, dict, object, list | None]]:

@@ -7,11 +7,11 @@ from fastapi.responses import HTMLResponse
 
 from tewatch.store.filter_options import filter_options
 from tewatch.web.deps import ReadConnection
-from tewatch_dashboards.matrix_cells import row_cells
+from tewatch_dashboards.matrix_cells import check_cells, grid_cells
 from tewatch_dashboards.routes.common import BadFilter, cached_content, error_page, parse_filters, render
 from tewatch_dashboards.security import SecureHeadersRoute
 from tewatch_dashboards.site import site_facts
-from tewatch_dashboards.views.matrix import MATRIX_MODES, MATRIX_RANKS, matrix_grids
+from tewatch_dashboards.views.matrix import MATRIX_RANKS, matrix_grids
 
 router = APIRouter(route_class=SecureHeadersRoute)
 
@@ -49,9 +49,9 @@ def matrix(
             "filters": filters,
             "options": filter_options(conn),
             "show_world_size": True,
-            "modes": MATRIX_MODES,
             "ranks": MATRIX_RANKS,
-            "row_cells": row_cells,
+            "grid_cells": grid_cells,
+            "check_cells": check_cells,
             "mode_labels": MODE_LABELS,
             "check_labels": CHECK_LABELS,
             "has_grid": site_facts(request).has_grid,

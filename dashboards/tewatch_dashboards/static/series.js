@@ -11,18 +11,37 @@
     pr: "#d6336c", prSample: "rgba(214,51,108,0.55)",
   };
 
+  const SECOND_STEPS = [[1, "s"], [1e-3, "ms"], [1e-6, "µs"], [1e-9, "ns"]];
+  // the step a value of seconds reads in: 999.6 us reads as 1.00 ms, not 1.00e+3 us
+  const secondStep = (v) => SECOND_STEPS.find(([scale, suffix]) => Math.abs(Number(v.toPrecision(3))) >= scale || suffix === "ns");
+
   function fmt(v, unit) {
     if (v === null || v === undefined || !isFinite(v)) return "—";
     if (unit === "seconds") {
-      const steps = [[1, "s"], [1e-3, "ms"], [1e-6, "µs"], [1e-9, "ns"]];
-      const rounded = Number(v.toPrecision(3));  // 999.6 us is shown as 1.00 ms, not 1.00e+3 us
-      for (const [scale, suffix] of steps) {
-        if (Math.abs(rounded) >= scale || suffix === "ns") return (v / scale).toPrecision(3) + " " + suffix;
-      }
+      const [scale, suffix] = secondStep(v);
+      return (v / scale).toPrecision(3) + " " + suffix;
     }
     if (unit === "fraction") return (v * 100).toFixed(1) + " %";
     return v.toPrecision(4) + " " + unit;
   }
+  // The y axis's tick labels: on a linear axis every tick in the unit of the largest, so that a zero on a ms
+  // axis reads "0 ms"; on a log axis each tick in its own. A tick uPlot leaves unlabelled (null) gets none.
+  function yTickLabels(vals, unit, log) {
+    const shown = (v) => v !== null && v !== undefined && isFinite(v);
+    if (unit !== "seconds" || log) return vals.map((v) => (shown(v) ? fmt(v, unit) : ""));
+    const top = Math.max(0, ...vals.filter(shown).map(Math.abs));
+    const [scale, suffix] = secondStep(top);
+    return vals.map((v) => (shown(v) ? Number((v / scale).toPrecision(3)) + " " + suffix : ""));
+  }
+
+  // Room right of the plot for half of the widest commit label, so the last one is drawn whole.
+  function rightPadding(labels, font) {
+    const ctx = document.createElement("canvas").getContext("2d");
+    ctx.font = font;
+    const widths = labels.flatMap((label) => String(label).split("\n").map((line) => ctx.measureText(line).width));
+    return Math.ceil(Math.max(0, ...widths) / 2) + 4;
+  }
+
   const pct = (e) => (e >= 0 ? "+" : "") + (e * 100).toFixed(1) + " %";
   const shortSha = (s) => (s || "").slice(0, 10);
 
@@ -254,18 +273,22 @@
     if (d.aggregated) bands.push({ series: [1, 2], fill: C.spread });
 
     let pinned = null;
+    const log = el.dataset.scale === "log";
+    const axisFont = "12px system-ui, -apple-system, \"Segoe UI\", Roboto, sans-serif";
     const opts = {
       width: el.clientWidth || 1000, height: 380,
-      scales: { x: { time: false }, y: el.dataset.scale === "log" ? { distr: 3, log: 10 } : {} },
+      padding: [null, rightPadding(xs.map((x) => commitLabel(d, x)), axisFont), null, null],
+      scales: { x: { time: false }, y: log ? { distr: 3, log: 10 } : {} },
       series: seriesOpts,
       bands: bands,
       legend: { show: false },
       cursor: { drag: { x: true, y: false }, focus: { prox: 24 } },
       axes: [
-        { label: "commit (oldest → newest)", stroke: "#4b5565", grid: { stroke: "#eef0f3" }, space: 70,
+        { label: "commit (oldest → newest)", stroke: "#4b5565", grid: { stroke: "#eef0f3" }, space: 70, font: axisFont,
           incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000],
           values: (u, vals) => vals.map((v) => commitLabel(d, v)) },
-        { stroke: "#4b5565", size: 72, grid: { stroke: "#eef0f3" }, values: (u, vals) => vals.map((v) => fmt(v, unit)) },
+        { stroke: "#4b5565", size: 72, grid: { stroke: "#eef0f3" }, font: axisFont,
+          values: (u, vals) => yTickLabels(vals, unit, log) },
       ],
       hooks: {
         setCursor: [(u) => {
@@ -283,6 +306,7 @@
       if (idx !== null && idx !== undefined) { pinned = idx; describePoint(d, idx, true); }
     });
     window.addEventListener("resize", () => plot.setSize({ width: el.clientWidth, height: 380 }));
+    el.tewatch = { plot: plot, yTickLabels: yTickLabels };  // what the browser tests read
     el.dataset.yDistr = String(plot.scales.y.distr);
     el.dataset.ready = "1";
     el.dataset.points = String(d.aggregated ? d.buckets.length : d.points.length);

@@ -54,8 +54,19 @@ class Matrix:
     world_size: int | None
     case_names: list[str]
     rows: list[MatrixRow]
+    modes: list[str]  # MATRIX_MODES present in this grid (the quick profile times eager and default only)
     rank_checks: list[str]  # RANK_CHECK_OPS present in this grid
     row_checks: list[str]  # ROW_CHECK_OPS present in this grid
+
+    @property
+    def grid_rows(self) -> list[MatrixRow]:
+        """The rows with a case at some input rank: the compile-vs-eager table's."""
+        return [row for row in self.rows if any(rank for rank, _ in row.cells)]
+
+    @property
+    def check_rows(self) -> list[MatrixRow]:
+        """The rows with a per-recipe check: the checks table's."""
+        return [row for row in self.rows if any(rank == 0 for rank, _ in row.cells)]
 
 
 def matrix_column(mode: str | None, rank: int | None, labels: dict) -> tuple[int, str] | None:
@@ -116,6 +127,7 @@ def matrix_grids(conn: Connection, filters: Filters) -> list[Matrix]:
                 world_size=ws,
                 case_names=sorted(names[(gpu, ws)]),
                 rows=sorted(grid.values(), key=lambda m: (m.backend or "", m.recipe or "", m.other)),
+                modes=[mode for mode in MATRIX_MODES if any(c[1] == mode for c in columns)],
                 rank_checks=[op for op in RANK_CHECK_OPS if any(c[1] == op for c in columns)],
                 row_checks=[op for op in ROW_CHECK_OPS if (0, op) in columns],
             )

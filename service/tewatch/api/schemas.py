@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from tewatch.api.times import UtcTime
+
+# TE's version and commit, null where the run had no TE (a CPU run of torch-ref): the store keeps ""
+TeText = Annotated[str | None, BeforeValidator(lambda value: value or None)]
 
 
 class UploadAnswer(BaseModel):
@@ -65,8 +68,8 @@ class RunSummary(BaseModel):
     gpu_model: str
     compute_capability: str
     torch: str
-    te_version: str
-    te_commit: str
+    te_version: TeText
+    te_commit: TeText
     python: str
 
 
@@ -187,7 +190,7 @@ class SeriesPoint(BaseModel):
     committed_at: UtcTime | None
     machine_id: int
     machine_name: str
-    te_version: str
+    te_version: TeText
     verdict: str | None
     gpu_state: dict[str, Any]
 

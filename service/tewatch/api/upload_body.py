@@ -8,6 +8,7 @@ from fastapi import HTTPException, Request, status
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request as StarletteRequest
 
+from tewatch.core.branches import branch_of_upload
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.errors import IngestError
 from tewatch.store.limits import INT32_MAX, int_problem, max_chars, text_problem, time_problem
@@ -93,6 +94,7 @@ async def bundle_from_form(form: FormData) -> UploadBundle:
     missing = [part for part in REQUIRED_FILE_PARTS if part not in files]
     if missing:
         raise IngestError(f"missing file part(s): {', '.join(missing)}", file=missing[0])
+    pr_number = _int_field(fields.get("pr_number"), "pr_number")
     return UploadBundle(
         result=files["result"],
         machine=files["machine"],
@@ -101,8 +103,8 @@ async def bundle_from_form(form: FormData) -> UploadBundle:
         cases=cases,
         asv_stderr=files.get("asv_stderr"),
         repo=fields.get("repo", "").strip(),
-        branch=fields.get("branch") or None,
-        pr_number=_int_field(fields.get("pr_number"), "pr_number"),
+        branch=branch_of_upload(fields.get("branch"), pr_number),
+        pr_number=pr_number,
         merge_base_sha=fields.get("merge_base_sha") or None,
         commit_date=_date_field(fields.get("commit_date"), "commit_date"),
     )

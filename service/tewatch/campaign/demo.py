@@ -110,6 +110,19 @@ def project_head(project: Path) -> str:
     return done.stdout.strip()
 
 
+def progress_every(step: float, say: Callable[[str], None]) -> Callable[[float, str], None]:
+    """A run_suite progress callback that says a line each time the run passes another `step` percent."""
+    said = -step
+
+    def progress(percent: float, what: str) -> None:
+        nonlocal said
+        if percent >= said + step:
+            said = percent - percent % step
+            say(f"{percent:.0f}%: {what}")
+
+    return progress
+
+
 def prepare_demo(
     project: Path, database_url: str, run_suites: bool, say: Callable[[str], None], public_url: str = ""
 ) -> None:
@@ -141,7 +154,7 @@ def prepare_demo(
                     results_dir=Path(tmp),
                     commit=project_head(project),
                 ),
-                lambda percent, what: None,
+                progress_every(10, lambda line: say(f"  CPU suites {line}")),
             )
             counts = ", ".join(f"{n} {status}" for status, n in sorted(outcome.counts.items()))
             say(f"CPU suites: {outcome.wall_seconds:.0f} s, verdicts: {counts}")

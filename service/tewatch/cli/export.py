@@ -12,7 +12,7 @@ import typer
 from tewatch.cli.app import app
 from tewatch.cli.options import fail
 
-TABLES = ("runs", "samples", "verdicts", "change-points", "alerts", "comparisons")
+TABLES = ("runs", "samples", "verdicts", "change_points", "alerts", "comparisons")
 TABLE_HELP = f"only these tables (repeatable): {', '.join(TABLES)}; default: all (comparisons with --pr)"
 
 
@@ -45,7 +45,11 @@ def export(
     --machine, --pr or a time range, the verdicts, change points and alerts of other runs are left out.
     The columns and dtypes are tewatch.client's; needs the analysis extra (pandas, pyarrow)."""
     wanted = list(
-        dict.fromkeys(table or [name for name in TABLES if name != "comparisons" or pr is not None])
+        dict.fromkeys(
+            [name.replace("-", "_") for name in table]  # change-points reads as change_points
+            if table
+            else [name for name in TABLES if name != "comparisons" or pr is not None]
+        )
     )
     unknown = [name for name in wanted if name not in TABLES]
     if unknown:

@@ -10,6 +10,7 @@ import typer
 from tewatch.cli.app import app
 from tewatch.cli.options import fail
 from tewatch.client.retries import RETRY_ATTEMPTS, RETRY_FOR_S, RETRY_WAIT_MAX_S, RETRY_WAIT_S, RetryPolicy
+from tewatch.core.branches import DEFAULT_BRANCH
 
 if TYPE_CHECKING:
     from tewatch.client.api import ApiClient
@@ -20,7 +21,10 @@ def upload(
     results_dir: Annotated[Path, typer.Argument(help="asv results directory (holds benchmarks.json)")],
     url: str = typer.Option(..., envvar="TEWATCH_URL", help="service base URL, e.g. http://127.0.0.1:8000"),
     token: str = typer.Option(..., envvar="TEWATCH_TOKEN", help="upload token (`tewatch token create`)"),
-    branch: str | None = typer.Option(None, help="branch the commit was benchmarked on"),
+    branch: str | None = typer.Option(
+        None,
+        help=f"branch the commit was benchmarked on; without it and without --pr, {DEFAULT_BRANCH}",
+    ),
     pr: int | None = typer.Option(None, "--pr", help="pull request number (with --base)"),
     base: str | None = typer.Option(None, "--base", help="merge-base sha of the pull request (with --pr)"),
     repo: str = typer.Option("", help="repository, e.g. NVIDIA/TransformerEngine"),
@@ -113,7 +117,7 @@ def _detect_batch(client: ApiClient, branch: str | None, run_ids: list[int]) -> 
     from tewatch.client.api import ClientError
 
     try:
-        found = client.detect(branch or "main", run_ids)
+        found = client.detect(branch or DEFAULT_BRANCH, run_ids)
     except ClientError as exc:
         typer.echo(f"error: detection after {len(run_ids)} runs: {exc}", err=True)
         return False
@@ -154,7 +158,7 @@ def _say_retry(details, policy: RetryPolicy) -> None:
     cause = details.caused_by
     why = str(cause) if isinstance(cause, RetryableAnswer) else f"{type(cause).__name__}: {cause}"
     typer.echo(
-        f"retrying in {details.wait_for:.1f} s (try {details.retry_num + 1} of {policy.attempts}): {why}",
+        f"retrying in {details.wait_for:.2f} s (try {details.retry_num + 1} of {policy.attempts}): {why}",
         err=True,
     )
 

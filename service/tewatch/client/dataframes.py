@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from tewatch.client import frames
-from tewatch.client.api import ApiClient, Closing
+from tewatch.client.api import ApiClient, ClientError, Closing
 
 PAGE = 1000  # runs, commits and a run's results per request (the most /runs allows)
 CASE_PAGE = 10000
@@ -231,8 +231,10 @@ class Client(Closing):
 
     def comparisons(self, pr: int) -> pd.DataFrame:
         """Every case of a pull request's runs against its merge base: verdict, effect and its interval,
-        with the series' labels."""
+        with the series' labels. A pull request with no stored run is a ClientError."""
         rows = self._http.pr_comparisons(pr)
+        if not rows and next(iter(self._http.runs({"pr": int(pr)}, 1)), None) is None:
+            raise ClientError(f"pull request {int(pr)} has no run stored at {self.url}")
         by_series, _ = self._labels(row["series_id"] for row in rows)
         return frames.frame(
             ({**by_series.get(row["series_id"], {}), **_renamed(row, id="comparison_id")} for row in rows),

@@ -52,7 +52,7 @@ def export_tables(
         "runs": lambda: runs,
         "samples": lambda: tw.samples(runs=runs),
         "verdicts": lambda: of_runs(tw.verdicts(branch=branch)),
-        "change-points": lambda: of_runs(tw.change_points(branch=branch, active=None)),
+        "change_points": lambda: of_runs(tw.change_points(branch=branch, active=None)),
         "alerts": lambda: of_runs(tw.alerts(branch=branch, pr=pr)),
         "comparisons": comparisons,
     }
@@ -62,7 +62,7 @@ def export_tables(
     out.mkdir(parents=True, exist_ok=True)
     for name in tables:
         frame = readers[name]()
-        path = out / f"{name.replace('-', '_')}.{fmt}"
+        path = out / f"{name}.{fmt}"
         if fmt == "parquet":
             frame.to_parquet(path, engine="pyarrow", index=False)
         else:

@@ -5,6 +5,8 @@ and jitter (stamina), honouring Retry-After; any other answer is final."""
 
 from __future__ import annotations
 
+import random
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,14 +32,30 @@ class RetryPolicy:
     def wait_max(self) -> float:
         return max(self.wait, RETRY_WAIT_MAX_S)
 
+    def backoff(self, retry: int) -> float:
+        """The wait before retry `retry` (1-based): `wait` doubled each time, plus a jitter of up to `wait`,
+        at most wait_max."""
+        return min(self.wait * 2 ** (retry - 1) + random.uniform(0, self.wait), self.wait_max)
+
     def attempts_of(self) -> Iterable[stamina.Attempt]:
-        """The tries, each a context manager, with the backoff between them."""
+        """The tries, each a context manager, with the backoff between them; no retry is scheduled whose
+        wait would start it past retry_for (stamina's own timeout only stops after a try that ended past
+        it)."""
         import stamina
 
-        backoff = {"wait_initial": self.wait, "wait_max": self.wait_max, "wait_jitter": self.wait}
-        return stamina.retry_context(
-            on=retry_backoff, attempts=self.attempts, timeout=self.retry_for, wait_exp_base=2, **backoff
-        )
+        first_try = time.monotonic()
+        retries = 0
+
+        def next_wait(exc: Exception) -> bool | float:
+            nonlocal retries
+            wanted = retry_backoff(exc)
+            if wanted is False:
+                return False
+            retries += 1
+            wait = self.backoff(retries) if wanted is True else wanted
+            return False if time.monotonic() - first_try + wait > self.retry_for else wait
+
+        return stamina.retry_context(on=next_wait, attempts=self.attempts, timeout=None)
 
 
 class RetryableAnswer(Exception):

@@ -79,6 +79,7 @@ class CorrectnessChanges:
 
     run_id: int
     branch: str | None
+    pr_number: int | None
     sha: str
     failures: list[_NewFailure]
     passing_case_ids: list[int]
@@ -145,15 +146,23 @@ def correctness_changes(
             )
         elif verdict.status == VerdictStatus.passed and run.pr_number is None:
             passing.append(case.id)
-    return CorrectnessChanges(run.id, run.branch, run.commit.sha, failures, passing)
+    return CorrectnessChanges(run.id, run.branch, run.pr_number, run.commit.sha, failures, passing)
 
 
 def store_correctness(engine: Engine, changes: CorrectnessChanges, summary: DetectSummary) -> None:
     """Open an alert (and queue a correctness.failed event) per new failure and resolve the alerts of
-    cases passing again, WRITE_BATCH at a time; alerts are keyed by run, so storing twice adds nothing."""
+    cases passing again, WRITE_BATCH at a time; alerts are keyed by run, so storing twice adds nothing, and
+    a case with a correctness alert still open in the run's scope (its branch, or its pull request) gets no
+    second one."""
     for start in range(0, len(changes.failures), WRITE_BATCH):
         with write_session(engine) as session:
-            for failure in changes.failures[start : start + WRITE_BATCH]:
+            batch = changes.failures[start : start + WRITE_BATCH]
+            already_open = _cases_with_open_alerts(
+                session, changes, [f.alert_fields["case_id"] for f in batch]
+            )
+            for failure in batch:
+                if failure.alert_fields["case_id"] in already_open:
+                    continue
                 alert, created = open_alert(
                     session, failure.dedupe_key, AlertKind.correctness, failure.title, **failure.alert_fields
                 )
@@ -186,6 +195,23 @@ def store_correctness(engine: Engine, changes: CorrectnessChanges, summary: Dete
                     "fixed_by_run": changes.run_id,
                 }
                 summary.resolved_alerts += 1
+
+
+def _cases_with_open_alerts(session: Session, changes: CorrectnessChanges, case_ids: list[int]) -> set[int]:
+    """Those of the cases whose correctness alert is open or acknowledged in the run's scope: the same pull
+    request, else the same branch outside pull requests."""
+    scope = (
+        Alert.pr_number == changes.pr_number
+        if changes.pr_number is not None
+        else (Alert.pr_number.is_(None) & (Alert.branch == changes.branch))
+    )
+    query = select(Alert.case_id).where(
+        Alert.kind == AlertKind.correctness,
+        Alert.case_id.in_(case_ids),
+        Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged]),
+        scope,
+    )
+    return {case_id for case_id in session.scalars(query) if case_id is not None}
 
 
 @dataclass(frozen=True)

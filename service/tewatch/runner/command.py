@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -19,7 +22,11 @@ DEFAULT_ROUNDS = 3
 
 def run(
     profile: Annotated[
-        str, typer.Option(help="full | quick (pull requests) | ci (torch-ref on CPU)")
+        str,
+        typer.Option(
+            help="full | quick (pull requests) | ci (torch-ref on CPU, which needs --commit where TE is "
+            "not installed)"
+        ),
     ] = "full",
     backends: Annotated[
         str | None, typer.Option(help=f"comma-separated subset of {','.join(BACKENDS)}")
@@ -27,7 +34,13 @@ def run(
     bench: Annotated[str | None, typer.Option(help="regex of benchmarks to run (asv --bench)")] = None,
     machine: Annotated[str | None, typer.Option(help="asv machine name (default: host and GPU)")] = None,
     results_dir: Annotated[Path | None, typer.Option(help="default: asv.conf.json's results_dir")] = None,
-    commit: Annotated[str | None, typer.Option(help="file the run under this commit instead of TE's")] = None,
+    commit: Annotated[
+        str | None,
+        typer.Option(
+            help="file the run under this commit instead of TE's; needed where TE is not installed (a "
+            "CPU machine), e.g. --commit $(git rev-parse HEAD)"
+        ),
+    ] = None,
     project: Annotated[Path, typer.Option(help="folder holding asv.conf.json and benchmarks/")] = Path("."),
     python: Annotated[str, typer.Option(help="the benchmark interpreter")] = sys.executable,
     launch_method: Annotated[
@@ -71,20 +84,7 @@ def run(
         _run_ab(console, opts, rounds, head_python, head_env or [], head_commit)
         return
     try:
-        with Progress(
-            TextColumn("[bold]asv[/]"),
-            BarColumn(),
-            TextColumn("{task.percentage:>5.1f}%"),
-            TimeElapsedColumn(),
-            TextColumn("{task.description}"),
-            console=console,
-            transient=True,
-        ) as bar:
-            task = bar.add_task("probing", total=100)
-
-            def progress(percent: float, what: str) -> None:
-                bar.update(task, completed=percent, description=what[-70:])
-
+        with _progress(console) as progress:
             outcome = run_suite(opts, progress)
     except RunError as exc:
         console.print(f"[red]tewatch run: {exc}[/]", highlight=False)
@@ -100,6 +100,35 @@ def run(
         f"{outcome.wall_seconds:.1f} s; verdicts: {counts}",
         highlight=False,
     )
+
+
+@contextmanager
+def _progress(console: Console) -> Iterator[Callable[[float, str], None]]:
+    """A bar on a terminal; elsewhere (a CI log, a pipe) a line per case asv starts, with its percentage."""
+    if not console.is_terminal:
+        started = time.monotonic()
+
+        def line(percent: float, what: str) -> None:
+            elapsed = time.monotonic() - started
+            console.print(f"asv {percent:5.1f}% {elapsed:6.0f} s  {what}", highlight=False, soft_wrap=True)
+
+        yield line
+        return
+    with Progress(
+        TextColumn("[bold]asv[/]"),
+        BarColumn(),
+        TextColumn("{task.percentage:>5.1f}%"),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("probing", total=100)
+
+        def update(percent: float, what: str) -> None:
+            bar.update(task, completed=percent, description=what[-70:])
+
+        yield update
 
 
 def _run_ab(

@@ -22,4 +22,7 @@ def choose_commit(explicit: str | None, te_version: str, te_commit: str) -> tupl
         return te_commit.lower(), "te_commit"
     if te_version:
         return version_hash(te_version), "te_version_hash"
-    raise ValueError("Transformer Engine is not installed in the benchmark interpreter; pass --commit")
+    raise ValueError(
+        "Transformer Engine is not installed in the benchmark interpreter, so no TE commit names the run: "
+        "pass --commit SHA (the project's own, say: --commit $(git rev-parse HEAD))"
+    )

@@ -50,7 +50,11 @@ ERRORS: Responses = {
                             "cases": {"type": "array", "items": {"type": "string", "format": "binary"}},
                             "asv_stderr": {"type": "string", "format": "binary"},
                             "repo": {"type": "string"},
-                            "branch": {"type": "string"},
+                            "branch": {
+                                "type": "string",
+                                "description": "the branch benchmarked; a run that names neither a branch "
+                                "nor a pull request is filed on main",
+                            },
                             "pr_number": {"type": "integer"},
                             "merge_base_sha": {"type": "string"},
                             "commit_date": {"type": "string", "format": "date-time"},
