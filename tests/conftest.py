@@ -32,9 +32,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("long_setup") is None)
 
 
+ASV_V1 = FIXTURES / "asv-v1" / "results"  # asv's results format 1: tests/ingest/test_asv_v1.py reads it
+
+
 def fixture_results_dirs() -> list[Path]:
-    """Every asv results directory under tests/fixtures (any folder holding a benchmarks.json)."""
-    return sorted({path.parent for path in FIXTURES.rglob("benchmarks.json")})
+    """Every asv results directory under tests/fixtures (any folder holding a benchmarks.json) in asv's
+    current results format."""
+    return sorted({path.parent for path in FIXTURES.rglob("benchmarks.json")} - {ASV_V1})
 
 
 def free_port() -> int:

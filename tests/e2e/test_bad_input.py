@@ -30,7 +30,12 @@ def truncated_result(parts):
 
 
 def wrong_asv_version(parts):
-    _edit_json(parts, "result", lambda d: d.update(version=1))
+    _edit_json(parts, "result", lambda d: d.update(version=3))
+
+
+def version_1_without_results(parts):
+    """asv's older format (read as asv reads it) with a key asv needs missing."""
+    _edit_json(parts, "result", lambda d: (d.update(version=1), d.pop("results")))
 
 
 def unknown_case_field(parts):
@@ -142,6 +147,7 @@ CASES = [
     (malformed_result, 400, ["result", "malformed JSON", "line 1 column"]),
     (truncated_result, 400, ["result", "malformed JSON"]),
     (wrong_asv_version, 422, ["result", "version", "not supported"]),
+    (version_1_without_results, 422, ["result", "results", "missing in a version 1 results file"]),
     (unknown_case_field, 422, ["cases/", "verdict.flaky", "unknown field"]),
     (unknown_run_field, 422, ["run", "hostname", "unknown field"]),
     (nan_in_case_record, 422, ["cases/", "wall", "unknown field"]),

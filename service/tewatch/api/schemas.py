@@ -12,6 +12,11 @@ from tewatch.api.times import UtcTime
 TeText = Annotated[str | None, BeforeValidator(lambda value: value or None)]
 
 
+class SkippedBenchmarks(BaseModel):
+    count: int = Field(description="benchmarks of the results file that benchmarks.json lacks")
+    names: list[str] = Field(description="the first 100 of them, by name")
+
+
 class UploadAnswer(BaseModel):
     run_id: int
     created: bool
@@ -19,6 +24,13 @@ class UploadAnswer(BaseModel):
     results: dict[str, int]
     verdicts: dict[str, int]
     url: str
+    skipped_benchmarks: SkippedBenchmarks | None = Field(
+        None, description="left out as asv leaves them out: not stored, the rest of the file is"
+    )
+    results_format: int = Field(
+        2,
+        description="asv's results format of the file as uploaded; 1 (asv 0.2 to 0.4) is read as asv reads it",
+    )
 
 
 class ErrorAnswer(BaseModel):

@@ -188,8 +188,16 @@ def _counts(counts: dict[str, int], order, words: dict[str, str] | None = None) 
 
 def _stored_line(name: str, body: dict) -> str:
     """`run 5 created: NAME (asv results: 200 measured, 9 failed to run; case verdicts: 189 pass, 9 error,
-    2 fail_accuracy)`: each count says whether it counts asv's results or the cases' verdicts."""
+    2 fail_accuracy)`: each count says whether it counts asv's results or the cases' verdicts; then what
+    was read as asv reads it: an older results format, benchmarks that benchmarks.json lacks."""
     state = "created" if body["created"] else "already stored"
     results = _counts(body["results"], tuple(RESULT_WORDS), RESULT_WORDS) or "none"
     verdicts = _counts(body["verdicts"], VERDICT_ORDER) or "none"
-    return f"run {body['run_id']} {state}: {name} (asv results: {results}; case verdicts: {verdicts})"
+    line = f"run {body['run_id']} {state}: {name} (asv results: {results}; case verdicts: {verdicts})"
+    if body.get("results_format", 2) != 2:
+        line += f"; read from asv results format {body['results_format']}"
+    skipped = body.get("skipped_benchmarks")
+    if skipped:
+        names = ", ".join(skipped["names"]) + (", ..." if skipped["count"] > len(skipped["names"]) else "")
+        line += f"; skipped {skipped['count']} not in benchmarks.json, as asv does: {names}"
+    return line

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tewatch.ingest.asv_v1 import update_to_2
 from tewatch.ingest.bounds import UNBOUNDED, UploadBounds
 from tewatch.ingest.discover import DiscoveryError, find_runs
 from tewatch.ingest.errors import IngestError
@@ -26,6 +27,7 @@ from tewatch.store.limits import (
 from tewatch.store.models import Benchmark, Commit, Machine, Result, Run
 
 SUPPORTED_RESULTS_VERSION = 2
+OLDER_RESULTS_VERSION = 1  # asv 0.2 to 0.4: read as asv reads it, brought to version 2 (asv_v1)
 RESULT_COLUMNS = (
     "result",
     "params",
@@ -76,6 +78,7 @@ class AsvResults:
     python: str
     benchmarks: list[BenchmarkResult]
     requirements: dict[str, str] = field(default_factory=dict)
+    format_version: int = SUPPORTED_RESULTS_VERSION  # the asv results format of the file as uploaded
 
 
 @dataclass
@@ -209,13 +212,15 @@ def _samples_column(values: list[Any], file: str, where: str) -> list[list[float
 def parse_results(content: bytes, file: str = "result", bounds: UploadBounds = UNBOUNDED) -> AsvResults:
     data = load_json_object(content, file)
     version = data.get("version")
-    if version != SUPPORTED_RESULTS_VERSION:
+    if isinstance(version, bool) or version not in (OLDER_RESULTS_VERSION, SUPPORTED_RESULTS_VERSION):
         raise IngestError(
             f"asv results version {version!r} is not supported; expected {SUPPORTED_RESULTS_VERSION} "
-            "(written by asv >= 0.5)",
+            f"(written by asv >= 0.5) or {OLDER_RESULTS_VERSION} (asv 0.2 to 0.4)",
             file=file,
             field="version",
         )
+    if version == OLDER_RESULTS_VERSION:
+        data = update_to_2(data, file)
     for key, kind in (("commit_hash", str), ("env_name", str), ("result_columns", list), ("results", dict)):
         if not isinstance(data.get(key), kind):
             raise IngestError(f"missing or not a {kind.__name__}", file=file, field=key)
@@ -243,6 +248,7 @@ def parse_results(content: bytes, file: str = "result", bounds: UploadBounds = U
         python=str(data.get("python", "")),
         benchmarks=benchmarks,
         requirements={str(k): str(v) for k, v in requirements.items()},
+        format_version=int(version),
     )
 
 

@@ -13,6 +13,7 @@ from tewatch.core import stderr_log_file
 from tewatch.ingest.asv_files import (
     AsvResults,
     BenchmarkInfo,
+    BenchmarkResult,
     decode_param,
     parse_benchmarks,
     parse_machine,
@@ -50,6 +51,7 @@ MACHINE_COLUMNS = {
     "cudnn",
 }
 UNKNOWN_GPU = "unknown"
+SKIPPED_NAMES_KEPT = 100  # of the benchmarks an upload skipped, the names its summary lists
 
 
 @dataclass
@@ -129,12 +131,24 @@ class RunPlan:
     results: list[PlannedResult]
     verdicts: list[PlannedVerdict]
     files: list[tuple[str, bytes]] = field(default_factory=list)  # (role, content) as the store keeps them
+    # benchmarks of the results file that benchmarks.json lacks: left out, as asv leaves them out
+    skipped_benchmarks: list[str] = field(default_factory=list)
+    results_format: int = 2  # the asv results format version of the uploaded file
 
-    def summary(self) -> dict[str, dict[str, int]]:
-        return {
+    def summary(self) -> dict[str, Any]:
+        """Counts by status; what was read differently from a current asv results file, where it was."""
+        summary: dict[str, Any] = {
             "results": dict(Counter(r.status for r in self.results)),
             "verdicts": dict(Counter(v.status for v in self.verdicts)),
         }
+        if self.skipped_benchmarks:
+            summary["skipped_benchmarks"] = {
+                "count": len(self.skipped_benchmarks),
+                "names": self.skipped_benchmarks[:SKIPPED_NAMES_KEPT],
+            }
+        if self.results_format != 2:
+            summary["results_format"] = self.results_format
+        return summary
 
 
 def case_name_of(benchmark: str) -> str:
@@ -242,8 +256,16 @@ class _Planner:
         self.rounds = bool(run_record and run_record.ab)
 
     def plan(self) -> RunPlan:
-        for benchmark in self.results.benchmarks:
-            self._add_benchmark(benchmark)
+        known = [b for b in self.results.benchmarks if b.name in self.infos]
+        skipped = [b.name for b in self.results.benchmarks if b.name not in self.infos]
+        if skipped and not known:
+            raise IngestError(
+                f"none of the results file's {len(skipped)} benchmarks is in benchmarks.json "
+                f"(first: {skipped[0]!r}): is it the benchmarks.json of the same suite?",
+                file="benchmarks",
+            )
+        for benchmark in known:
+            self._add_benchmark(benchmark, self.infos[benchmark.name])
         self._add_metrics()
         verdicts = self._verdicts()
         return RunPlan(
@@ -258,6 +280,8 @@ class _Planner:
             results=self.result_rows,
             verdicts=verdicts,
             files=self.bundle.stored_files(),
+            skipped_benchmarks=skipped,
+            results_format=self.results.format_version,
         )
 
     def _case(
@@ -295,12 +319,7 @@ class _Planner:
         self.series[fingerprint] = (case.fingerprint, benchmark)
         return fingerprint
 
-    def _add_benchmark(self, benchmark) -> None:
-        info = self.infos.get(benchmark.name)
-        if info is None:
-            raise IngestError(
-                f"no entry for {benchmark.name!r}, which the results file uses", file="benchmarks"
-            )
+    def _add_benchmark(self, benchmark: BenchmarkResult, info: BenchmarkInfo) -> None:
         case_name = case_name_of(benchmark.name)
         self.benchmarks[benchmark.name] = {
             "name": benchmark.name,

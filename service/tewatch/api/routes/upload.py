@@ -106,4 +106,6 @@ async def upload_run(
         results=stored.summary.get("results", {}),
         verdicts=stored.summary.get("verdicts", {}),
         url=str(request.url_for("get_run", run_id=stored.run_id)),
+        skipped_benchmarks=stored.summary.get("skipped_benchmarks"),
+        results_format=stored.summary.get("results_format", 2),
     )
