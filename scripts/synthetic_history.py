@@ -75,6 +75,11 @@ VERDICT_COLUMNS = ("run_id", "case_id", "status", "check", "metric", "metric_val
                    "exception_class", "message", "traceback_head", "reason", "extra_checks", "gpu_state")  # fmt: skip
 
 
+def _machine_name(gpu: str) -> str:
+    """Each GPU model's one machine (its drivers change over the history)."""
+    return gpu.lower().replace(" ", "-") + "-01"
+
+
 def _digest(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -290,7 +295,7 @@ def generate(engine: Engine, results: int, seed: int = 7, progress: bool = True)
             machine_rows.append(
                 {
                     "digest": _digest(gpu, driver),
-                    "name": gpu.lower().replace(" ", "-") + "-01",
+                    "name": _machine_name(gpu),
                     "gpu_model": gpu,
                     "compute_capability": cc,
                     "gpu_count": 8,
@@ -328,6 +333,8 @@ def generate(engine: Engine, results: int, seed: int = 7, progress: bool = True)
             case_rows.append(
                 {
                     "fingerprint": fp,
+                    "group_key": fp,
+                    "machine": _machine_name(gpu),
                     "case_name": spec.case_name,
                     "params": spec.params,
                     "gpu_model": gpu,

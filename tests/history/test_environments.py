@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from tests.history.django_data import django_results
 from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.discover import find_runs
-from tewatch.ingest.fingerprints import digest_of
+from tewatch.ingest.fingerprints import digest_of, machine_case_fingerprint
 from tewatch.ingest.service import ingest_bundle
 from tewatch.store import queries
 from tewatch.store.database import make_engine
@@ -49,7 +49,8 @@ def test_each_asv_environment_has_its_own_series(tmp_path, db_url):
     assert {env: n for env, _, n in rows} == dict(environments)
 
 
-def test_cases_of_an_existing_environment_keep_their_fingerprint(db_url):
+def test_cases_of_an_existing_environment_keep_their_machine_group(db_url):
+    """The group key (the fingerprint before machines took part) leaves an `existing` environment out."""
     engine = make_engine(db_url)
     ingest_bundle(engine, bundle_of(tiny_run(0), branch="main"))
     with Session(engine) as session:
@@ -57,7 +58,8 @@ def test_cases_of_an_existing_environment_keep_their_fingerprint(db_url):
     engine.dispose()
     assert cases and {c.environment for c in cases} == {""}
     for case in cases:
-        assert case.fingerprint == digest_of(
+        assert case.fingerprint == machine_case_fingerprint(case.group_key, "tiny-cpu")
+        assert case.group_key == digest_of(
             {
                 "case": case.case_name,
                 "params": case.params,

@@ -50,8 +50,10 @@ _CASE_IDS_KEPT = 1 << 15
 def case_fingerprint(
     case_name: str, params: dict[str, Any], gpu_model: str, compute_capability: str, environment: str = ""
 ) -> str:
-    """`environment` is `asv_environment`'s identity: empty for an `existing` environment (TE's runners),
-    and then the fingerprint is what it was before environments took part."""
+    """The case on any machine of its GPU model: its machine group (cases.group_key), the fingerprint cases
+    had before the machine took part. `environment` is `asv_environment`'s identity: empty for an
+    `existing` environment (TE's runners), and then the fingerprint is what it was before environments
+    took part."""
     identity = {
         "case": case_name,
         "params": params,
@@ -61,6 +63,12 @@ def case_fingerprint(
     if environment:
         identity["asv_environment"] = environment
     return digest_of(identity)
+
+
+def machine_case_fingerprint(group_key: str, machine: str) -> str:
+    """A case on one asv machine (machine.json's `machine`, asv's identity of a machine): the fingerprint of
+    a case first stored since machines took part. Cases stored before keep theirs (migration 0011)."""
+    return digest_of({"case_group": group_key, "machine": machine})
 
 
 def asv_environment(env_name: str, python: str, requirements: dict[str, str]) -> tuple[str, str]:
@@ -74,7 +82,8 @@ def asv_environment(env_name: str, python: str, requirements: dict[str, str]) ->
 
 @functools.lru_cache(maxsize=1 << 16)
 def series_fingerprint(benchmark: str, case_fingerprint: str) -> str:
-    """The case fingerprint already covers case name, params, GPU model, capability and asv environment.
+    """The case fingerprint already covers case name, params, GPU model, capability, asv environment and
+    machine.
 
     Equal to `digest_of({"benchmark": benchmark, "case": case_fingerprint})`, written out because ingest
     computes one per result row: the json module's string encoder without its object machinery."""

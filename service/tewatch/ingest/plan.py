@@ -28,6 +28,7 @@ from tewatch.ingest.fingerprints import (
     case_fingerprint,
     case_id,
     digest_of,
+    machine_case_fingerprint,
     series_fingerprint,
 )
 from tewatch.ingest.records import CaseRecord, Check, RunRecord, parse_record
@@ -63,6 +64,8 @@ class CasePlan:
     compute_capability: str
     labels: dict[str, Any]
     environment: str = ""  # the asv environment's name where it takes part in the identity
+    group_key: str = ""  # the case on any machine of its GPU model
+    machine: str = ""  # the asv machine's name
 
     def row(self) -> dict[str, Any]:
         columns = {name: self.labels.get(name) for name in LABEL_COLUMNS}
@@ -78,6 +81,8 @@ class CasePlan:
             "compute_capability": self.compute_capability,
             "labels": self.labels,
             "environment": self.environment,
+            "group_key": self.group_key,
+            "machine": self.machine,
             **columns,
         }
 
@@ -126,6 +131,8 @@ class RunPlan:
     commit: dict[str, Any]
     run: dict[str, Any]
     benchmarks: dict[str, dict[str, Any]]  # name -> row
+    # fingerprints as a case first stored now gets them; the writer finds stored cases by (group key,
+    # machine) and their series by the stored case's fingerprint
     cases: dict[str, CasePlan]  # fingerprint -> case
     series: dict[str, tuple[str, str]]  # fingerprint -> (case fingerprint, benchmark name)
     results: list[PlannedResult]
@@ -178,13 +185,15 @@ def _case_identity(
     gpu_model: str,
     compute_capability: str,
     environment: str,
-) -> tuple[str, dict[str, Any], str]:
-    """(case id, params, case fingerprint) of one asv parameter combination; the same every upload.
+    machine: str,
+) -> tuple[str, dict[str, Any], str, str]:
+    """(case id, params, case fingerprint, group key) of one asv parameter combination on one machine;
+    the same every upload.
 
     The params dict is shared by every caller: treat it as read-only."""
     params = {name: decode_param(r) for name, r in zip(param_names, param_reprs, strict=True)}
-    fingerprint = case_fingerprint(case_name, params, gpu_model, compute_capability, environment)
-    return case_id(case_name, params), params, fingerprint
+    group_key = case_fingerprint(case_name, params, gpu_model, compute_capability, environment)
+    return case_id(case_name, params), params, machine_case_fingerprint(group_key, machine), group_key
 
 
 def build_plan(bundle: UploadBundle, bounds: UploadBounds = UNBOUNDED) -> RunPlan:
@@ -246,6 +255,7 @@ class _Planner:
         self.environment, self.environment_name = asv_environment(
             results.env_name, results.python, results.requirements
         )
+        self.machine_name = machine_keys["machine"]
         self.cases: dict[str, CasePlan] = {}
         self._by_case_id: dict[str, CasePlan] = {}
         self.series: dict[str, tuple[str, str]] = {}
@@ -285,16 +295,23 @@ class _Planner:
         )
 
     def _case(
-        self, key: str, case_name: str, params: dict[str, Any], fingerprint: str | None = None
+        self,
+        key: str,
+        case_name: str,
+        params: dict[str, Any],
+        identity: tuple[str, str] | None = None,
     ) -> CasePlan:
-        """The case with this case id, created on first sight (labels from its record, if any)."""
+        """The case with this case id, created on first sight (labels from its record, if any);
+        `identity`: its (fingerprint, group key) where already known."""
         case = self._by_case_id.get(key)
         if case is not None:
             return case
-        if fingerprint is None:
-            fingerprint = case_fingerprint(
+        if identity is None:
+            group_key = case_fingerprint(
                 case_name, params, self.gpu_model, self.compute_capability, self.environment
             )
+            identity = (machine_case_fingerprint(group_key, self.machine_name), group_key)
+        fingerprint, group_key = identity
         case = self.cases.get(fingerprint)
         if case is None:
             record = self.records.get(key)
@@ -309,6 +326,8 @@ class _Planner:
                 self.compute_capability,
                 labels,
                 self.environment_name,
+                group_key,
+                self.machine_name,
             )
             self.cases[fingerprint] = case
         self._by_case_id[key] = case
@@ -341,18 +360,19 @@ class _Planner:
                     file="result",
                     field=f"results.{benchmark.name}.params",
                 )
-            key, params, fingerprint = _case_identity(
+            key, params, fingerprint, group_key = _case_identity(
                 case_name,
                 param_names,
                 combo.param_reprs,
                 self.gpu_model,
                 self.compute_capability,
                 self.environment,
+                self.machine_name,
             )
             value = combo.value
             if value is not None and math.isnan(value) and self.records and key not in self.records:
                 continue  # a skip_params combination: not a case (docs/records.md)
-            case = by_case_id.get(key) or self._case(key, case_name, params, fingerprint)
+            case = by_case_id.get(key) or self._case(key, case_name, params, (fingerprint, group_key))
             if value is not None and not math.isnan(value):
                 status = "ok"
             else:

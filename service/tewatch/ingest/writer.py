@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Connection, select, update
 
 from tewatch.ingest.commit_graph import place_commit
-from tewatch.ingest.fingerprints import sha256_hex
+from tewatch.ingest.fingerprints import series_fingerprint, sha256_hex
 from tewatch.ingest.latest import update_latest_verdicts
 from tewatch.ingest.pause_point import pause_point
 from tewatch.ingest.plan import PlannedResult, PlannedVerdict, RunPlan
@@ -66,20 +66,8 @@ def store_plan(conn: Connection, plan: RunPlan) -> StoredRun:
     environment_id = _one_id(conn, Environment.__table__, plan.environment, ("digest",))
     commit_id = _store_commit(conn, plan.commit)
     benchmark_ids = _store_benchmarks(conn, plan)
-    case_ids = get_or_create_lazily(
-        conn, Case.__table__, {(fp,): case.row for fp, case in plan.cases.items()}, ("fingerprint",)
-    )
-
-    def series_row(fingerprint: str, case_fingerprint: str, benchmark: str) -> dict:
-        case_id, benchmark_id = case_ids[(case_fingerprint,)], benchmark_ids[benchmark]
-        return {"fingerprint": fingerprint, "case_id": case_id, "benchmark_id": benchmark_id}
-
-    series_ids = get_or_create_lazily(
-        conn,
-        Series.__table__,
-        {(fp,): functools.partial(series_row, fp, *identity) for fp, identity in plan.series.items()},
-        ("fingerprint",),
-    )
+    case_ids = _store_cases(conn, plan)
+    series_ids = _store_series(conn, plan, case_ids, benchmark_ids)
     summary = plan.summary()
     run_row = {
         **plan.run,
@@ -100,14 +88,14 @@ def store_plan(conn: Connection, plan: RunPlan) -> StoredRun:
         conn,
         Result.__table__,
         RESULT_COLUMNS,
-        [(run_id, series_ids[(r.series_fingerprint,)], *r[1:]) for r in plan.results],
+        [(run_id, series_ids[r.series_fingerprint], *r[1:]) for r in plan.results],
         order=IN_SERIES_ORDER,
     )
     insert_rows(
         conn,
         Verdict.__table__,
         VERDICT_COLUMNS,
-        [(run_id, case_ids[(v.case_fingerprint,)], *v[1:]) for v in plan.verdicts],
+        [(run_id, case_ids[v.case_fingerprint], *v[1:]) for v in plan.verdicts],
         order=IN_CASE_ORDER,
     )
     pause_point("after-results", run_id)
@@ -118,6 +106,54 @@ def store_plan(conn: Connection, plan: RunPlan) -> StoredRun:
     )
     pause_point("before-commit", run_id)
     return StoredRun(run_id, True, plan.digest, summary)
+
+
+def _store_cases(conn: Connection, plan: RunPlan) -> dict[str, int]:
+    """Planned case fingerprint -> case id. A case is found by its (group key, machine): a case stored
+    before machines took part keeps the fingerprint it had (migration 0011)."""
+    by_identity = get_or_create_lazily(
+        conn,
+        Case.__table__,
+        {(case.group_key, case.machine): case.row for case in plan.cases.values()},
+        ("group_key", "machine"),
+    )
+    return {fp: by_identity[(case.group_key, case.machine)] for fp, case in plan.cases.items()}
+
+
+def _store_series(
+    conn: Connection, plan: RunPlan, case_ids: dict[str, int], benchmark_ids: dict[str, int]
+) -> dict[str, int]:
+    """Planned series fingerprint -> series id. A series' fingerprint derives from its case's stored one."""
+    planned = {fp: case_ids[case_fp] for fp, (case_fp, _) in plan.series.items()}
+    stored_fingerprints = _case_fingerprints(conn, set(planned.values()))
+    stored: dict[str, tuple[int, str]] = {}  # planned fingerprint -> (case id, stored series fingerprint)
+    for fp, (_, benchmark) in plan.series.items():
+        case_id = planned[fp]
+        stored[fp] = (case_id, series_fingerprint(benchmark, stored_fingerprints[case_id]))
+
+    def series_row(case_id: int, benchmark: str, fingerprint: str) -> dict:
+        return {"fingerprint": fingerprint, "case_id": case_id, "benchmark_id": benchmark_ids[benchmark]}
+
+    ids = get_or_create_lazily(
+        conn,
+        Series.__table__,
+        {
+            (stored_fp,): functools.partial(series_row, case_id, plan.series[fp][1], stored_fp)
+            for fp, (case_id, stored_fp) in stored.items()
+        },
+        ("fingerprint",),
+    )
+    return {fp: ids[(stored_fp,)] for fp, (_, stored_fp) in stored.items()}
+
+
+def _case_fingerprints(conn: Connection, case_ids: set[int]) -> dict[int, str]:
+    wanted = sorted(case_ids)
+    found: dict[int, str] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        rows = conn.execute(select(Case.id, Case.fingerprint).where(Case.id.in_(chunk)))
+        found.update((case_id, fingerprint) for case_id, fingerprint in rows)
+    return found
 
 
 def _stored_run_id(conn: Connection, digest: str) -> int:

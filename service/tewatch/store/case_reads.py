@@ -310,14 +310,14 @@ class PrimarySeries:
 
 def primary_series(conn: Connection, case_ids: Sequence[int]) -> dict[int, PrimarySeries]:
     """Case id -> the series it is judged by: its timing in seconds, not its compile time or derived
-    metrics (primary_rank; the first series of the best rank)."""
+    metrics (primary_rank; of the best rank, the first by name, as case_series lists them)."""
     if not case_ids:
         return {}
     rows = conn.execute(
         select(Series.case_id, Series.id, Benchmark.name, Benchmark.unit)
         .join(Benchmark, Benchmark.id == Series.benchmark_id)
         .where(in_key_list(conn, Series.case_id, list(case_ids), "case_ids"))
-        .order_by(Series.id)
+        .order_by(Benchmark.name, Series.id)
     ).all()
     best: dict[int, tuple[float, PrimarySeries]] = {}
     for case_id, series_id, name, unit in rows:

@@ -2,8 +2,9 @@
 
 Identity:
 - a Case is one asv class with one combination of params, on one GPU model and compute capability,
-  in one asv environment unless it is asv's `existing` one (its fingerprint); a Series is one benchmark
-  method of a case. History is read per series.
+  in one asv environment unless it is asv's `existing` one (its group key), on one asv machine (the
+  machine name of machine.json, as asv tells machines apart); a Series is one benchmark method of a
+  case. History is read per series; the cases of one group key are the machines of one GPU model.
 - driver, CUDA, torch and TE versions are context on the Run (Machine, Environment), never identity.
 """
 
@@ -133,10 +134,17 @@ class Benchmark(Base):
     higher_is_better: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
+def _own_group(context: Any) -> str:
+    """A case written without a machine group is a group of its own."""
+    return context.get_current_parameters()["fingerprint"]
+
+
 class Case(Base):
-    """One class + params on one GPU model/capability. The unit that carries a correctness verdict."""
+    """One class + params on one GPU model/capability and machine. The unit that carries a correctness
+    verdict."""
 
     __tablename__ = "cases"
+    __table_args__ = (Index("uq_cases_group_key_machine", "group_key", "machine", unique=True),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
     case_name: Mapped[str] = mapped_column(String(300), index=True)
@@ -151,6 +159,9 @@ class Case(Base):
     labels: Mapped[dict] = mapped_column(JSON, default=dict)
     # asv's environment (e.g. conda-py3.12) where it takes part in the identity; "" for `existing` ones
     environment: Mapped[str] = mapped_column(String(300), default="", server_default="")
+    # the case on any machine of its GPU model (fingerprints.case_fingerprint), and the asv machine's name
+    group_key: Mapped[str] = mapped_column(String(64), default=_own_group, server_default="")
+    machine: Mapped[str] = mapped_column(String(200), default="", server_default="")
 
 
 class Series(Base):
