@@ -34,6 +34,7 @@ class CaseRow:
     rank: int | None
     world_size: int | None
     labels: dict = field(default_factory=dict)
+    machine: str = ""  # asv's machine name
     # the latest verdict in brief (every case) and in full (only the cases a page shows; see fill_details)
     verdict_id: int | None = None
     verdict_status: str | None = None
@@ -72,6 +73,7 @@ class CaseRow:
             self.case_name,
             self.params_label,
             self.gpu_model,
+            self.machine,
             self.status or "",
             self.verdict_check,
             self.exception_class or "",
@@ -93,6 +95,7 @@ def case_row(head: CaseHead) -> CaseRow:
         rank=case.rank,
         world_size=case.world_size,
         labels=case.labels or {},
+        machine=case.machine,
         verdict_id=v.id if v else None,
         verdict_status=v.status.value if v else None,
         verdict_check=(v.check if v else "") or "",

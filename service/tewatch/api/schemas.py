@@ -165,6 +165,13 @@ class CaseFields(BaseModel):
     world_size: int | None
     labels: dict[str, Any]
     environment: str = ""  # asv's environment where it is part of the case's identity
+    machine: str = Field(
+        "", description="the asv machine (machine.json's `machine`) the case was measured on"
+    )
+    group_key: str = Field(
+        "",
+        description="the same for one case on every machine of its GPU model: its machines' cases share it",
+    )
 
 
 class SeriesRef(BaseModel):

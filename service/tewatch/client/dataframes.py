@@ -100,7 +100,8 @@ class Client(Closing):
         backend: str | None = None,
         recipe: str | None = None,
     ) -> pd.DataFrame:
-        """Every series (one benchmark of one case) with its case's labels: the ids samples() takes."""
+        """Every series (one benchmark of one case on one asv machine) with its case's labels: the ids
+        samples() takes."""
         params = {"case": case, "gpu": gpu, "backend": backend, "recipe": recipe}
         rows = [row for item in self._http.cases(params, CASE_PAGE) for row in _series_rows(item)]
         return frames.frame(rows, frames.SERIES)
@@ -308,6 +309,7 @@ def _series_rows(case: Mapping[str, Any]) -> Iterable[dict[str, Any]]:
             "benchmark": ref["benchmark"],
             "unit": ref["unit"],
             "case_id": case["id"],
+            "machine": case.get("machine"),
             "params": case.get("params"),
             "labels": case.get("labels"),
         }

@@ -63,6 +63,7 @@ SERIES: Spec = (
     ("unit", "cat"),
     ("case_id", "int"),
     *CASE_LABELS,
+    ("machine", "cat"),
     ("params", "json"),
     ("labels", "json"),
 )

@@ -42,6 +42,13 @@ class SeriesInfo:
     kind: str = ""  # the benchmark's type: asv's ("track", "time"...) or "metric" (a case record's metric)
     environment: str = ""  # asv's environment where it is part of the case's identity
     backend: str = ""  # the case's backend label (te, te-ref, torch-ref), where it has one
+    machine: str = ""  # the asv machine of the case
+
+    @property
+    def measured_where(self) -> str:
+        """What a ratio of this series is keyed by: its GPU model and machine (two machines' ratios are
+        two histories, as their series are)."""
+        return f"{self.gpu_model}@{self.machine}" if self.machine else self.gpu_model
 
     @property
     def label(self) -> str:
@@ -155,7 +162,7 @@ def branch_histories(
             s = info[series_id]
             per_run[run_id].append(
                 Measured(
-                    benchmark=f"{s.benchmark}@{s.gpu_model}", params=s.params, value=cast(float, value)
+                    benchmark=f"{s.benchmark}@{s.measured_where}", params=s.params, value=cast(float, value)
                 )  # the query reads non-null values only
             )
     histories = []
@@ -184,7 +191,9 @@ def _environments(session: Session, pairs: set[tuple[int, int]]) -> dict[tuple[i
 
 
 def ratio_histories(per_run, run_meta, order, info: dict[int, SeriesInfo]) -> list[History]:
-    units = {f"{s.benchmark}@{s.gpu_model}": (s.unit, s.higher_is_better, s.gpu_model) for s in info.values()}
+    units = {
+        f"{s.benchmark}@{s.measured_where}": (s.unit, s.higher_is_better, s.gpu_model) for s in info.values()
+    }
     series: dict[str, History] = {}
     for run_id in sorted(per_run, key=lambda r: order[run_meta[r][0]]):
         commit_id, sha, env = run_meta[run_id]
@@ -227,6 +236,7 @@ def series_infos(session: Session, series_ids: Iterable[int]) -> dict[int, Serie
                 Case.gpu_model,
                 Case.environment,
                 Case.backend,
+                Case.machine,
             )
             .join(Benchmark, Series.benchmark_id == Benchmark.id)
             .join(Case, Series.case_id == Case.id)
@@ -245,6 +255,7 @@ def series_infos(session: Session, series_ids: Iterable[int]) -> dict[int, Serie
                 kind=row.type,
                 environment=row.environment or "",
                 backend=row.backend or "",
+                machine=row.machine or "",
             )
     return infos
 
@@ -287,3 +298,21 @@ def _tails_statement(series: int, count: int) -> CompoundSelect:
         for i in range(series)
     ]
     return union_all(*tails)
+
+
+def series_group_keys(session: Session, series_ids: Iterable[int]) -> dict[int, tuple[str, int]]:
+    """Series id -> (its case's machine group, its benchmark): equal for one benchmark of one case on the
+    machines of a GPU model."""
+    ids = sorted(set(series_ids))
+    keys: dict[int, tuple[str, int]] = {}
+    for start in range(0, len(ids), 500):
+        query = (
+            select(Series.id, Case.group_key, Series.benchmark_id)
+            .join(Case, Series.case_id == Case.id)
+            .where(Series.id.in_(ids[start : start + 500]))
+        )
+        keys.update(
+            (series_id, (group_key, benchmark_id))
+            for series_id, group_key, benchmark_id in session.execute(query)
+        )
+    return keys

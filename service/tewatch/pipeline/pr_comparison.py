@@ -27,7 +27,7 @@ from tewatch.detect.config import ChangePointConfig, CompareConfig
 from tewatch.detect.version import DETECTOR_VERSION
 from tewatch.findings.pr_report import CaseFailure, PrReport, PrReportPayload
 from tewatch.pipeline.correctness import FixedCase
-from tewatch.pipeline.history import SeriesInfo, latest_values, series_infos
+from tewatch.pipeline.history import SeriesInfo, latest_values, series_group_keys, series_infos
 from tewatch.pipeline.labels import machine_of, measured_on
 from tewatch.pipeline.merge_base import merge_base_runs
 from tewatch.pipeline.pr_report import SeriesFinding, build_pr_report, report_inputs
@@ -136,6 +136,18 @@ class PrComparisonPlan:
     config: CompareConfig
 
 
+def machine_siblings(session: Session, head_series: list[int], base_series: list[int]) -> dict[int, int]:
+    """Base series -> the head series of the same benchmark and machine group (the case on another machine
+    of its GPU model), for the base series that are not head series themselves."""
+    head_ids = set(head_series)
+    others = set(base_series) - head_ids
+    if not others:
+        return {}
+    keys = series_group_keys(session, head_ids | others)
+    head_by_key = {keys[s]: s for s in head_ids if s in keys}
+    return {s: head_by_key[keys[s]] for s in others if keys.get(s) in head_by_key}
+
+
 def compare_run_samples(
     session: Session, head_run_id: int, base_run_ids: list[int], config: CompareConfig, paired: bool = False
 ) -> tuple[list[tuple[int, SeriesInfo, Comparison]], list[Comparison]]:
@@ -153,8 +165,13 @@ def compare_run_samples(
             .where(Result.run_id.in_(base_run_ids), Result.status == ResultStatus.ok)
             .order_by(Result.run_id)
         )
-        for series_id, samples, value, round_sizes in session.execute(query):
-            base_results[series_id].append((samples, value, round_sizes))
+        base_rows = session.execute(query).all()
+        # base runs of another machine of the GPU model measured the same cases in series of their own
+        same_series = machine_siblings(
+            session, [r.series_id for r in head_rows], [r.series_id for r in base_rows]
+        )
+        for series_id, samples, value, round_sizes in base_rows:
+            base_results[same_series.get(series_id, series_id)].append((samples, value, round_sizes))
     infos = series_infos(session, [r.series_id for r in head_rows])
     sigmas = between_run_sigmas(session, list(infos))
     host_bound = _host_bound_cases(infos, head_rows)

@@ -42,6 +42,8 @@ CASE_COLUMNS = (
     Case.world_size,
     Case.labels,
     Case.environment,
+    Case.machine,
+    Case.group_key,
 )
 VERDICT_COLUMNS = (
     Verdict.status,
@@ -191,13 +193,23 @@ def list_cases(
     *,
     case_name: str | None = None,
     gpu: str | None = None,
+    machine: str | None = None,
+    group_key: str | None = None,
     backend: str | None = None,
     recipe: str | None = None,
     limit: int = 500,
     offset: int = 0,
 ) -> Page:
     statement = select(Case.id, *CASE_COLUMNS).order_by(Case.case_name, Case.id)
-    statement = _case_filters(statement, case_name=case_name, gpu=gpu, backend=backend, recipe=recipe)
+    statement = _case_filters(
+        statement,
+        case_name=case_name,
+        gpu=gpu,
+        machine=machine,
+        group_key=group_key,
+        backend=backend,
+        recipe=recipe,
+    )
     page = _page(conn, statement, limit, offset)
     ids = [item["id"] for item in page.items]
     series: dict[int, list[dict[str, Any]]] = {}
@@ -218,6 +230,8 @@ def _case_filters(statement: Select, **filters: str | None) -> Select:
     columns = {
         "case_name": Case.case_name,
         "gpu": Case.gpu_model,
+        "machine": Case.machine,
+        "group_key": Case.group_key,
         "backend": Case.backend,
         "recipe": Case.recipe,
     }

@@ -45,6 +45,9 @@ class SeriesHeader:
     compute_capability: str
     backend: str | None
     recipe: str | None
+    machine: str = ""
+    # the same benchmark of the same case on the GPU model's other machines: (machine, series id)
+    other_machines: tuple[tuple[str, int], ...] = ()
 
 
 def series_header(conn: Connection, series_id: int) -> SeriesHeader | None:
@@ -61,6 +64,9 @@ def series_header(conn: Connection, series_id: int) -> SeriesHeader | None:
             Case.compute_capability,
             Case.backend,
             Case.recipe,
+            Case.machine,
+            Case.group_key,
+            Series.benchmark_id,
         )
         .join(Benchmark, Benchmark.id == Series.benchmark_id)
         .join(Case, Case.id == Series.case_id)
@@ -68,9 +74,27 @@ def series_header(conn: Connection, series_id: int) -> SeriesHeader | None:
     ).first()
     if row is None:
         return None
-    sid, name, unit, hib, case_id, case_name, params, gpu, cc, backend, recipe = row
+    sid, name, unit, hib, case_id, case_name, params, gpu, cc, backend, recipe, machine, group, bid = row
+    others = conn.execute(
+        select(Case.machine, Series.id)
+        .join(Case, Case.id == Series.case_id)
+        .where(Case.group_key == group, Series.benchmark_id == bid, Series.id != sid)
+        .order_by(Case.machine)
+    ).all()
     return SeriesHeader(
-        sid, name, unit, bool(hib), case_id, case_name, params or {}, gpu, cc, backend, recipe
+        sid,
+        name,
+        unit,
+        bool(hib),
+        case_id,
+        case_name,
+        params or {},
+        gpu,
+        cc,
+        backend,
+        recipe,
+        machine,
+        tuple((m, i) for m, i in others),
     )
 
 

@@ -96,6 +96,8 @@ class CaseFacts:
     world_size: int | None
     labels: dict
     environment: str
+    group_key: str
+    machine: str
 
 
 @dataclass(frozen=True)

@@ -36,12 +36,22 @@ def list_cases(
     conn: ReadConnection,
     case: str | None = None,
     gpu: str | None = None,
+    machine: str | None = Query(None, description="asv's machine name"),
+    group_key: str | None = Query(None, description="one case on every machine of its GPU model"),
     backend: str | None = None,
     recipe: str | None = None,
     limit: int = Query(500, ge=1, le=10000),
     offset: Offset = 0,
 ):
     page = queries.list_cases(
-        conn, case_name=case, gpu=gpu, backend=backend, recipe=recipe, limit=limit, offset=offset
+        conn,
+        case_name=case,
+        gpu=gpu,
+        machine=machine,
+        group_key=group_key,
+        backend=backend,
+        recipe=recipe,
+        limit=limit,
+        offset=offset,
     )
     return CasePage(**page.__dict__)

@@ -1,0 +1,63 @@
+"""A pull request measured on another machine of the merge base's GPU model: the machines' cases are apart
+(one series each), and the comparison still reads the merge base's runs, through the cases' machine group."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tests.detect.store_history import StoreHistory
+from tewatch.pipeline.detection import detect_after_upload
+from tewatch.store.alert_models import PrComparison
+from tewatch.store.database import make_engine
+from tewatch.store.models import Case, Machine, Series, VerdictStatus
+
+
+@pytest.fixture
+def engine(db_url):
+    engine = make_engine(db_url)
+    yield engine
+    engine.dispose()
+
+
+def _on_another_machine(history: StoreHistory, group_key: str) -> None:
+    """The history's case and series on a second H200 named `h200-b`; later runs are measured there."""
+    history.case.group_key, history.case.machine = group_key, "h200"
+    other = Machine(
+        digest="m-b", name="h200-b", gpu_model="NVIDIA H200", compute_capability="9.0", driver="580.1"
+    )
+    case = Case(
+        fingerprint="case-gemm-b",
+        case_name="gemm.Gemm",
+        params={"recipe": "nvfp4"},
+        gpu_model="NVIDIA H200",
+        compute_capability="9.0",
+        group_key=group_key,
+        machine="h200-b",
+    )
+    history.case, history.series = (
+        case,
+        Series(fingerprint="series-gemm-b", case=case, benchmark=history.benchmark),
+    )
+    history.machines["580.1"] = other
+    history.session.add_all([other, history.series])
+    history.session.flush()
+
+
+@pytest.mark.parametrize(("group_key", "compared"), [("gemm-on-h200", 30), ("another-group", 0)])
+def test_a_pull_request_on_another_machine_is_compared_with_the_merge_base(engine, group_key, compared):
+    with Session(engine) as session, session.begin():
+        history = StoreHistory(session)
+        history.add_run("a" * 40, 1e-3, VerdictStatus.passed)
+        _on_another_machine(history, "gemm-on-h200")
+        if group_key != "gemm-on-h200":  # a different case: nothing of the merge base's is its
+            history.case.group_key = group_key
+        head_id = history.add_run("f" * 40, 1.3e-3, VerdictStatus.passed, pr_number=9, merge_base="a" * 40).id
+    detect_after_upload(engine, head_id, "https://tewatch.example")
+    with Session(engine) as session:
+        [comparison] = session.scalars(select(PrComparison)).all()
+        series_of_head = session.scalar(select(Series.id).where(Series.fingerprint == "series-gemm-b"))
+    assert comparison.series_id == series_of_head and comparison.n_base == compared
+    if compared:
+        assert comparison.verdict == "regression" and comparison.effect == pytest.approx(0.3, abs=0.03)
