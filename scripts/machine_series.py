@@ -1,5 +1,5 @@
 """How many series an asv results folder makes with the machine in a series' key and without it (as the
-service keyed series before revision 0011: GPU model and environment only). Prints a table.
+service keyed series before revision 0012: GPU model and environment only). Prints a table.
 
     python scripts/machine_series.py RESULTS_DIR [RESULTS_DIR ...]
 
@@ -56,7 +56,7 @@ def main(folders: list[Path]) -> None:
         table.add_row(machine, f"{files[machine]:,}", f"{len(mine):,}", f"{shared:,}")
     merged = sum(1 for key in before if len(machines_of[key]) > 1)
     table.add_row("all, machine in the key (now)", f"{sum(files.values()):,}", f"{len(after):,}", "")
-    table.add_row("all, without it (before 0011)", "", f"{len(before):,}", f"{merged:,} merged")
+    table.add_row("all, without it (before 0012)", "", f"{len(before):,}", f"{merged:,} merged")
     console = Console()
     console.print(table)
     if refused:

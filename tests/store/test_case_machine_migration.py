@@ -1,4 +1,4 @@
-"""Revision 0011 on a store written before machines took part in a case's identity: a case of one machine
+"""Revision 0012 on a store written before machines took part in a case's identity: a case of one machine
 keeps its fingerprint and series; a case of two machines is split, each machine's history in series of its
 own, and later uploads of either machine land in them."""
 
@@ -17,7 +17,7 @@ from tewatch.ingest.service import ingest_bundle
 from tewatch.store.database import make_engine
 from tewatch.store.migrate import downgrade, upgrade
 
-BEFORE = "0010_covering_history_indexes"
+BEFORE = "0011_release_comparisons"
 POINTS = """
 SELECT c.group_key, c.machine, b.name, x.run_id, x.status, x.value, m.name
 FROM results x JOIN series s ON s.id = x.series_id JOIN cases c ON c.id = s.case_id
@@ -26,7 +26,7 @@ JOIN benchmarks b ON b.id = s.benchmark_id JOIN runs r ON r.id = x.run_id JOIN m
 
 
 def _as_before_machines(engine, url: str) -> None:
-    """The store as ingest wrote it before revision 0011: one case per machine group, its fingerprint the
+    """The store as ingest wrote it before revision 0012: one case per machine group, its fingerprint the
     group key, every machine's results in its series and every machine's verdicts on it."""
     with engine.connect() as conn:
         cases = conn.execute(text("SELECT id, group_key FROM cases ORDER BY id")).all()
@@ -92,7 +92,7 @@ def test_one_machine_keeps_its_fingerprints_and_two_machines_are_split(db_url):
                 text("SELECT s.case_id, COUNT(DISTINCT r.machine_id) FROM results x JOIN series s ON s.id = x.series_id "
                      "JOIN runs r ON r.id = x.run_id GROUP BY s.case_id HAVING COUNT(DISTINCT r.machine_id) > 1")
             ).all()  # fmt: skip
-        assert merged, "before 0011, the two laptops' results share cases"
+        assert merged, "before 0012, the two laptops' results share cases"
 
         upgrade(db_url)
 

@@ -67,7 +67,7 @@ def case_fingerprint(
 
 def machine_case_fingerprint(group_key: str, machine: str) -> str:
     """A case on one asv machine (machine.json's `machine`, asv's identity of a machine): the fingerprint of
-    a case first stored since machines took part. Cases stored before keep theirs (migration 0011)."""
+    a case first stored since machines took part. Cases stored before keep theirs (migration 0012)."""
     return digest_of({"case_group": group_key, "machine": machine})
 
 

@@ -110,7 +110,7 @@ def store_plan(conn: Connection, plan: RunPlan) -> StoredRun:
 
 def _store_cases(conn: Connection, plan: RunPlan) -> dict[str, int]:
     """Planned case fingerprint -> case id. A case is found by its (group key, machine): a case stored
-    before machines took part keeps the fingerprint it had (migration 0011)."""
+    before machines took part keeps the fingerprint it had (migration 0012)."""
     by_identity = get_or_create_lazily(
         conn,
         Case.__table__,

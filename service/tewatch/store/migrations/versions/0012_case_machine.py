@@ -9,8 +9,8 @@ Stored cases: a case measured on one machine only (a deployment's usual GPU hist
 and keeps its fingerprint, and so do its series: nothing is cut in two, and no link or alert key changes.
 A case measured on several machines is split: the machine with the most results and verdicts (the
 earliest, on a tie) keeps the case, its fingerprint and its series; each other machine gets a case and
-series of its own (fingerprints.machine_case_fingerprint), and its runs' results, verdicts and
-pull-request comparisons move there. Change points, detections and alerts found on the merged history
+series of its own (fingerprints.machine_case_fingerprint), and its runs' results, verdicts, pull-request and
+release comparisons move there. Change points, detections and alerts found on the merged history
 stay where they were; `tewatch detect` finds them again per machine. The latest-verdict tables are
 rebuilt when a case was split. A case without any run keeps an empty machine.
 
@@ -19,8 +19,8 @@ the fingerprint), and an upgrade again gives machines to the cases written in be
 older code wrote for a machine and group that already had one (a group first stored by this revision's
 code) would break the index; it is not merged.
 
-Revision ID: 0011_case_machine
-Revises: 0010_covering_history_indexes
+Revision ID: 0012_case_machine
+Revises: 0011_release_comparisons
 Create Date: 2026-12-03 09:00:00.000000
 """
 
@@ -33,8 +33,8 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0011_case_machine"
-down_revision: str | None = "0010_covering_history_indexes"
+revision: str = "0012_case_machine"
+down_revision: str | None = "0011_release_comparisons"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -160,12 +160,13 @@ def _split_off(conn: sa.Connection, case_id: int, machine: str) -> None:
             sa.text(f"UPDATE results SET series_id = :new WHERE series_id = :old AND run_id IN ({RUNS_ON})"),
             moved,
         )
-        conn.execute(
-            sa.text(
-                f"UPDATE pr_comparisons SET series_id = :new WHERE series_id = :old AND head_run_id IN ({RUNS_ON})"
-            ),
-            moved,
-        )
+        for table in ("pr_comparisons", "release_comparisons"):
+            conn.execute(
+                sa.text(
+                    f"UPDATE {table} SET series_id = :new WHERE series_id = :old AND head_run_id IN ({RUNS_ON})"
+                ),
+                moved,
+            )
     conn.execute(
         sa.text(f"UPDATE verdicts SET case_id = :new WHERE case_id = :old AND run_id IN ({RUNS_ON})"),
         {"old": case_id, "new": new_case, **on_machine},
