@@ -39,6 +39,7 @@ from tewatch.campaign.service_process import ServiceProcess
 from tewatch.ingest.discover import find_runs
 from tewatch.store.database import make_engine
 from tewatch.store.migrate import upgrade
+from tewatch.store.models import TokenScope
 from tewatch.store.tokens import create_token
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -132,7 +133,7 @@ def detect_until(
 def run_load(database_url: str, work: Path, uploaders: int, per_uploader: int) -> tuple[Answers, float]:
     upgrade(database_url)
     engine = make_engine(database_url)
-    token = create_token(engine, name="bench")
+    token = create_token(engine, "bench", TokenScope.upload)
     engine.dispose()
     uploads = Uploads(FIXTURE)
     answers = Answers()

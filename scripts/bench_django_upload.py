@@ -23,7 +23,7 @@ from tewatch.campaign.service_process import ServiceProcess
 from tewatch.store.alert_models import Alert, AlertStatus, AlertStatusChange, Detection
 from tewatch.store.database import make_engine
 from tewatch.store.migrate import upgrade
-from tewatch.store.models import Result, Run, Series
+from tewatch.store.models import Result, Run, Series, TokenScope
 from tewatch.store.tokens import create_token
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared/data/ext-django-asv/django-ubuntu-latest.tar.xz"
@@ -88,7 +88,7 @@ def main() -> None:
         database_url = args.db or f"sqlite:///{work / 'tewatch.sqlite3'}"
         upgrade(database_url)
         engine = make_engine(database_url)
-        token = create_token(engine, name="bench")
+        token = create_token(engine, "bench", TokenScope.upload)
         engine.dispose()
         files = sum(1 for p in (results / "ubuntu-latest").glob("*.json") if p.name != "machine.json")
         with ServiceProcess(database_url, work / "service.log") as service:

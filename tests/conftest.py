@@ -156,10 +156,11 @@ def start_server(
     db_url: str, log_path: Path, *extra_args: str, env: dict[str, str] | None = None
 ) -> LiveServer:
     from tewatch.store.database import make_engine
+    from tewatch.store.models import TokenScope
     from tewatch.store.tokens import create_token
 
     engine = make_engine(db_url)
-    token = create_token(engine, "tests")
+    token = create_token(engine, "tests", TokenScope.admin)
     engine.dispose()
     port = free_port()
     log = log_path.open("w")
@@ -255,10 +256,11 @@ def app_in_process(db_url: str) -> Iterator[InProcessApp]:
     from tewatch.api.app import create_app
     from tewatch.core.settings import Settings
     from tewatch.store.database import make_engine
+    from tewatch.store.models import TokenScope
     from tewatch.store.tokens import create_token
 
     engine = make_engine(db_url)
-    token = create_token(engine, "tests")
+    token = create_token(engine, "tests", TokenScope.admin)
     engine.dispose()
     app = create_app(Settings(database_url=db_url))
     try:

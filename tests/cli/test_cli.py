@@ -7,7 +7,8 @@ import sys
 
 from tests.uploads import TINY
 from tewatch.store.database import make_engine
-from tewatch.store.tokens import token_is_valid
+from tewatch.store.models import TokenScope
+from tewatch.store.tokens import token_scope
 
 CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 
@@ -22,8 +23,8 @@ def test_token_create_prints_a_working_token_last_and_stores_only_its_hash(db_ur
     token = done.stdout.strip().splitlines()[-1]
     engine = make_engine(db_url)
     with engine.connect() as conn:
-        assert token_is_valid(conn, token)
-        assert not token_is_valid(conn, token + "x")
+        assert token_scope(conn, token) is TokenScope.upload
+        assert token_scope(conn, token + "x") is None
         stored = conn.exec_driver_sql("SELECT token_hash FROM api_tokens").scalars().all()
     engine.dispose()
     assert token not in stored and len(stored[0]) == 64

@@ -37,7 +37,7 @@
     const row = button.closest("tr[data-alert-id]");
     const id = row.dataset.alertId, action = button.dataset.action;
     const token = input.value.trim();
-    if (!token) { say(false, "Paste an API token first (tewatch token create)."); input.focus(); return; }
+    if (!token) { say(false, "Paste a triage token first (tewatch token create --scope triage)."); input.focus(); return; }
     const url = table.dataset.actionUrl.replace("{id}", encodeURIComponent(id));
     const wanted = action === "acknowledge" ? "acknowledged" : "dismissed";
     button.disabled = true;

@@ -1,6 +1,7 @@
 """What the OpenAPI document adds to what FastAPI derives from the routes, so that it promises only what
 is served: RefuseNul's 400 on every operation, no NUL in any text parameter, and query times inside
-the window the store keeps (tewatch.web.params); and the links from an answer to the operations its ids
+the window the store keeps (tewatch.web.params); the 401 and 403 of every operation that needs a token
+(its security scheme comes from tewatch.web.deps); and the links from an answer to the operations its ids
 lead to (an upload to its run and results, a result to its series, an alert to its status change)."""
 
 from __future__ import annotations
@@ -12,6 +13,14 @@ from fastapi import FastAPI
 NO_NUL = "^[^\\u0000]*$"
 # 1971 to 2998: inside the store's window (1970 to 3000 UTC) whatever the time's offset
 YEAR_IN_WINDOW = "^(197[1-9]|19[89][0-9]|2[0-8][0-9]{2}|29[0-8][0-9]|299[0-8])-"
+NO_TOKEN = {
+    "description": "no token, a malformed Authorization header, or an unknown or revoked token",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorAnswer"}}},
+}
+WRONG_SCOPE = {
+    "description": "the token's scope does not grant this operation",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorAnswer"}}},
+}
 REFUSED = {
     "description": "a NUL character (%00) in the path or a query parameter",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorAnswer"}}},
@@ -61,6 +70,9 @@ def complete(document: dict[str, Any]) -> None:
             for parameter in operation.get("parameters", []):
                 _constrain(parameter.get("schema", {}))
             operation.setdefault("responses", {}).setdefault("400", REFUSED)
+            if operation.get("security"):
+                operation["responses"].setdefault("401", NO_TOKEN)
+                operation["responses"].setdefault("403", WRONG_SCOPE)
     _link(document)
 
 

@@ -24,6 +24,7 @@ from tewatch.runner.rounds import run_ab
 from tewatch.runner.suite import RunOptions, RunOutcome, run_suite
 from tewatch.store.database import make_engine
 from tewatch.store.migrate import upgrade
+from tewatch.store.models import TokenScope
 from tewatch.store.tokens import create_token
 
 PAGES = {"overview": "/", "matrix": "/matrix", "alerts": "/alerts", "runs": "/runs", "machines": "/machines"}
@@ -102,7 +103,7 @@ class Campaign:
         started = time.monotonic()
         upgrade(self.database_url)
         engine = make_engine(self.database_url)
-        token = create_token(engine, name="campaign")
+        token = create_token(engine, "campaign", TokenScope.admin)  # it subscribes its receiver
         engine.dispose()
         secret = secrets.token_hex(16)
         with (

@@ -1,4 +1,4 @@
-"""`tewatch token`: upload tokens (only their sha256 is stored)."""
+"""`tewatch token`: API tokens with a scope (only their sha256 is stored)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import typer
 
 from tewatch.cli.app import app
 from tewatch.cli.options import DatabaseOption, fail, settings_for
+from tewatch.store.models import TokenScope
 
-token_app = typer.Typer(help="Upload tokens.", no_args_is_help=True)
+token_app = typer.Typer(help="API tokens: upload, triage or admin.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
 
 
@@ -22,24 +23,35 @@ def _engine(db: str | None):
 
 @token_app.command("create")
 def create(
-    name: str = typer.Option("", "--name", help="who or what uses it"), db: DatabaseOption = None
+    name: str = typer.Option("", "--name", help="who or what uses it"),
+    scope: TokenScope = typer.Option(
+        TokenScope.upload.value,
+        "--scope",
+        help="upload (a GPU runner), triage (alert status changes) or admin (everything, webhooks too)",
+    ),
+    db: DatabaseOption = None,
 ) -> None:
     """Create a token and print it as the last line; it cannot be shown again."""
-    from tewatch.store.tokens import create_token
+    from tewatch.store.tokens import SCOPE_RIGHTS, create_token
 
-    token = create_token(_engine(db), name)
-    typer.echo(f"created token{f' {name!r}' if name else ''}; store it now, it is not shown again:", err=True)
+    token = create_token(_engine(db), name, scope)
+    named = f" {name!r}" if name else ""
+    typer.echo(f"created {scope.value} token{named}, which may {SCOPE_RIGHTS[scope]}", err=True)
+    typer.echo("store it now, it is not shown again:", err=True)
     typer.echo(token)
 
 
 @token_app.command("list")
 def list_tokens(db: DatabaseOption = None) -> None:
-    """List tokens (ids, names, dates; never the secrets)."""
+    """List tokens (ids, names, scopes, dates; never the secrets)."""
     from tewatch.store.tokens import list_tokens as stored
 
     for row in stored(_engine(db)):
         state = f"revoked {row['revoked_at']:%Y-%m-%d}" if row["revoked_at"] else "active"
-        typer.echo(f"{row['id']}\t{row['name'] or '-'}\t{row['created_at']:%Y-%m-%d %H:%M}\t{state}")
+        typer.echo(
+            f"{row['id']}\t{row['name'] or '-'}\t{row['scope'].value}\t{row['created_at']:%Y-%m-%d %H:%M}"
+            f"\t{state}"
+        )
 
 
 @token_app.command("revoke")

@@ -303,10 +303,19 @@ class RunFile(Base):
     digest: Mapped[str] = mapped_column(ForeignKey("raw_files.digest"))
 
 
+class TokenScope(str, enum.Enum):
+    """What a token may do beyond reading (tewatch.store.tokens says which routes each scope opens)."""
+
+    upload = "upload"  # a GPU runner: uploads, detection after them, the commit graph
+    triage = "triage"  # a person on call: alert status changes
+    admin = "admin"  # all of the above, and webhook subscriptions with their delivery log
+
+
 class ApiToken(Base):
     __tablename__ = "api_tokens"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200), default="")
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    scope: Mapped[TokenScope] = mapped_column(_enum(TokenScope, "token_scope"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -9,7 +9,7 @@ from tewatch.api.schemas import BUSY, NOT_FOUND
 from tewatch.store import alert_queries as queries
 from tewatch.store.alert_models import Alert
 from tewatch.store.database import write_session
-from tewatch.web.deps import get_engine, read_access, require_token
+from tewatch.web.deps import TriageScope, get_engine, read_access
 from tewatch.web.params import Offset, OptionalQueryInt, PathInt
 
 router = APIRouter(tags=["alerts"])
@@ -48,7 +48,7 @@ def get_alert(request: Request, alert_id: PathInt):
 @router.post(
     "/api/v1/alerts/{alert_id}/status",
     response_model=AlertDetailOut,
-    dependencies=[Depends(require_token)],
+    dependencies=[TriageScope],
     responses={**NOT_FOUND, 409: {}, **BUSY},
 )
 def set_alert_status(request: Request, alert_id: PathInt, change: StatusChangeIn):

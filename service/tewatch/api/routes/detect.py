@@ -5,7 +5,7 @@ from starlette.concurrency import run_in_threadpool
 from tewatch.api.alert_schemas import ComparisonOut, DetectIn, DetectionOut, DetectOut
 from tewatch.api.schemas import BUSY, NOT_FOUND
 from tewatch.store import alert_queries as queries
-from tewatch.web.deps import get_engine, get_settings, read_access, require_token
+from tewatch.web.deps import UploadScope, get_engine, get_settings, read_access
 from tewatch.web.params import Offset, OptionalQueryInt, PathInt
 
 router = APIRouter(tags=["detection"])
@@ -40,7 +40,7 @@ def list_comparisons(request: Request, pr_number: PathInt):
 @router.post(
     "/api/v1/detect",
     response_model=DetectOut,
-    dependencies=[Depends(require_token)],
+    dependencies=[UploadScope],
     responses={**BUSY, **NOT_FOUND},
 )
 async def run_detection(request: Request, body: DetectIn):

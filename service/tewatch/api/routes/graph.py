@@ -1,6 +1,6 @@
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field, StringConstraints, field_validator
 from starlette.concurrency import run_in_threadpool
 
@@ -8,7 +8,7 @@ from tewatch.api.alert_schemas import StoredText
 from tewatch.api.schemas import BUSY
 from tewatch.ingest.commit_graph import store_graph
 from tewatch.store.database import write_connection
-from tewatch.web.deps import get_engine, require_token
+from tewatch.web.deps import UploadScope, get_engine
 
 router = APIRouter(tags=["catalog"])
 
@@ -47,7 +47,7 @@ class CommitGraphOut(BaseModel):
 @router.post(
     "/api/v1/commits/graph",
     response_model=CommitGraphOut,
-    dependencies=[Depends(require_token)],
+    dependencies=[UploadScope],
     responses=BUSY,
 )
 async def post_commit_graph(request: Request, body: CommitGraphIn) -> CommitGraphOut:

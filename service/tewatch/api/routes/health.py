@@ -1,10 +1,11 @@
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
 from tewatch import __version__
 from tewatch.api.schemas import Health
 from tewatch.store.migrate import current_revision
+from tewatch.web.deps import read_access
 
 router = APIRouter()
 
@@ -22,6 +23,7 @@ def health(request: Request) -> Health:
     )
 
 
-@router.get("/metrics", include_in_schema=False)
+@router.get("/metrics", include_in_schema=False, dependencies=[Depends(read_access)])
 def metrics(request: Request) -> Response:
+    """Prometheus metrics; behind a token where reads are (a scraper sends any valid token)."""
     return Response(generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,7 +1,7 @@
 import time
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response, status
+from fastapi import APIRouter, BackgroundTasks, Request, Response, status
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.concurrency import run_in_threadpool
@@ -13,7 +13,7 @@ from tewatch.ingest.bounds import UploadBounds
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.service import ingest_bundle
 from tewatch.store.contention import busy_reason
-from tewatch.web.deps import get_engine, get_settings, require_token
+from tewatch.web.deps import UploadScope, get_engine, get_settings
 
 router = APIRouter(tags=["upload"])
 
@@ -70,7 +70,7 @@ async def upload_run(
     request: Request,
     response: Response,
     background: BackgroundTasks,
-    _: Annotated[None, Depends(require_token)],
+    _: Annotated[None, UploadScope],
     detect: Literal["now", "later"] = "now",
 ) -> UploadAnswer:
     """Store what one `asv run` left behind (see docs/records.md). The same upload twice answers 200

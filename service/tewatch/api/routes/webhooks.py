@@ -1,6 +1,6 @@
 from datetime import UTC, datetime
 
-from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
+from fastapi import APIRouter, HTTPException, Request, Response, status
 from sqlalchemy.orm import Session
 
 from tewatch.alerts.subscriptions import (
@@ -14,11 +14,11 @@ from tewatch.api.schemas import BUSY, NOT_FOUND
 from tewatch.store import alert_queries as queries
 from tewatch.store.alert_models import DeliveryStatus, WebhookDelivery
 from tewatch.store.database import write_session
-from tewatch.web.deps import get_engine, require_token
+from tewatch.web.deps import AdminScope, get_engine
 from tewatch.web.params import OptionalQueryInt, PathInt
 
-# Subscriptions hold secrets and URLs of private receivers: every route needs a token.
-router = APIRouter(tags=["webhooks"], dependencies=[Depends(require_token)])
+# Subscriptions hold secrets and URLs of private receivers: every route needs an admin token.
+router = APIRouter(tags=["webhooks"], dependencies=[AdminScope])
 
 
 @router.post(
