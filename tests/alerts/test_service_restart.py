@@ -31,10 +31,11 @@ def test_killing_the_service_mid_delivery_loses_no_event(db_url, tmp_path, monke
     monkeypatch.setenv("TEWATCH_WEBHOOK_POLL_SECONDS", "0.1")
     monkeypatch.setenv("TEWATCH_WEBHOOK_TIMEOUT_SECONDS", "2")  # a dead worker's lease ends after 7 s
     monkeypatch.setenv("TEWATCH_WEBHOOK_BACKOFF_SECONDS", "0.2")
+    monkeypatch.setenv("TEWATCH_WEBHOOK_ALLOW_LOOPBACK", "true")
     engine = make_engine(db_url)
     with Receiver(SECRET, delay=0.4) as receiver:
         with Session(engine) as session, session.begin():
-            add_subscription(session, receiver.url, SECRET, ["correctness.failed"])
+            add_subscription(session, receiver.url, SECRET, ["correctness.failed"], allow_loopback=True)
             event_ids = [
                 emit(session, EventType.correctness_failed, {"case": f"linear.Linear rank {n}"}).id
                 for n in range(8)

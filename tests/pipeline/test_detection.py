@@ -38,6 +38,7 @@ def engine(db_url):
             "http://127.0.0.1:9/hook",
             "a-secret-of-enough-length",
             ["regression.detected", "correctness.failed", "pr.report"],
+            allow_loopback=True,
         )
     yield engine
     engine.dispose()

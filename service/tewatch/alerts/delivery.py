@@ -3,6 +3,12 @@ subscription, hands them to tewatch.github), logs every attempt, retries with ex
 after the wait the far side asked for, when longer), and gives up (status `failed`) after the last
 attempt or an answer no retry can change.
 
+Subscriptions do not wait for one another: the worker sends the first due delivery of each subscription
+at once, each on a thread of its own (up to `parallel`), and each delivery ends by a total deadline, so a
+receiver that answers a byte every few seconds holds up its own deliveries only. The delivery log says
+what came back, or that nothing did, in the same words whatever the reason: it does not tell a closed
+port from an open one that speaks no HTTP (the service's own log keeps the detail).
+
 Delivery is at least once: a crash between the receiver's 2xx and the database update sends the same
 delivery again after its lease runs out, with the same X-Tewatch-Delivery id, so receivers deduplicate on
 it. Several workers (the service and `tewatch webhooks deliver`) may run against one database: a
@@ -16,16 +22,20 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Collection
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 import httpx
-from sqlalchemy import Engine, or_, select, update
+from sqlalchemy import Engine, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from tewatch.alerts.destinations import RefusedDestination
 from tewatch.alerts.outcome import Outcome
 from tewatch.alerts.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, sign
+from tewatch.alerts.webhook_client import webhook_client
 from tewatch.store.alert_models import (
     DeliveryStatus,
     SubscriptionKind,
@@ -46,16 +56,20 @@ log = logging.getLogger(__name__)
 
 RESPONSE_HEAD_CHARS = 500
 UNSENDABLE = "unsendable URL: "  # how the error of an attempt that could not even start begins
+REFUSED = "refused destination: "  # an internal address (tewatch.alerts.destinations): never sent to
+NO_ANSWER = "no HTTP answer (the connection failed, broke off or passed the deadline)"
 
 
 @dataclass(frozen=True)
 class DeliveryPolicy:
-    timeout_seconds: float = 10.0
+    timeout_seconds: float = 10.0  # each step of a delivery: connect, each read, each write
+    deadline_seconds: float = 30.0  # a whole delivery, however slowly the receiver answers
+    parallel: int = 8  # deliveries in flight at once, each to a different subscription
+    allow_loopback: bool = False  # send to loopback receivers (tewatch.alerts.destinations)
     max_attempts: int = 10
     backoff_seconds: float = 5.0
     backoff_max_seconds: float = 3600.0
     lease_seconds: float = 60.0
-    batch: int = 20
     poll_seconds: float = 1.0
 
     def delay(self, attempts: int, asked: float | None = None) -> float:
@@ -89,7 +103,12 @@ class _Outgoing:
 def _hopeless(outcome: Outcome) -> bool:
     """An attempt no retry can turn into a delivery."""
     error = outcome.error or ""
-    return outcome.final or error == "subscription removed" or error.startswith(UNSENDABLE)
+    return (
+        outcome.final
+        or error == "subscription removed"
+        or error.startswith(UNSENDABLE)
+        or error.startswith(REFUSED)
+    )
 
 
 class OutboxWorker:
@@ -102,7 +121,9 @@ class OutboxWorker:
     ):
         self.sessions: sessionmaker[Session] = session_factory(engine)
         self.policy = policy or DeliveryPolicy()
-        self.client = client or httpx.Client(timeout=self.policy.timeout_seconds, follow_redirects=False)
+        self.client = client or webhook_client(
+            self.policy.allow_loopback, self.policy.timeout_seconds, self.policy.deadline_seconds
+        )
         self.github = github
         # a worker claims only what it can send: the GitHub subscription's deliveries wait for a worker
         # configured for GitHub
@@ -111,9 +132,14 @@ class OutboxWorker:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._senders = ThreadPoolExecutor(self.policy.parallel, thread_name_prefix="tewatch-webhook")
+        self._in_flight: dict[str, int] = {}  # delivery id -> its subscription, while being sent
+        self._in_flight_lock = threading.Lock()
 
     # one pass -------------------------------------------------------------------------------------------
-    def claim(self) -> list[str]:
+    def claim(self, busy: Collection[int] = (), limit: int | None = None) -> list[tuple[str, int]]:
+        """Lease the first due delivery of each subscription not in `busy` (at most `limit` of them):
+        (delivery id, subscription id)."""
         now = _now()
         token = f"{self.owner}:{uuid.uuid4().hex[:8]}"
         claimable = (
@@ -121,13 +147,27 @@ class OutboxWorker:
             & (WebhookDelivery.next_attempt_at <= now)
             & or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now)
         )
-        due = (
-            select(WebhookDelivery.id)
-            .join(WebhookSubscription)
-            .where(claimable, WebhookSubscription.kind.in_(self.kinds))
-            .order_by(WebhookDelivery.next_attempt_at)
+        place = func.row_number().over(
+            partition_by=WebhookDelivery.subscription_id,
+            order_by=(WebhookDelivery.next_attempt_at, WebhookDelivery.id),
         )
-        due_ids = due.limit(self.policy.batch).scalar_subquery()
+        due = (
+            select(WebhookDelivery.id, WebhookDelivery.next_attempt_at, place.label("place"))
+            .join(WebhookSubscription)
+            .where(
+                claimable,
+                WebhookSubscription.kind.in_(self.kinds),
+                WebhookDelivery.subscription_id.not_in(list(busy)),
+            )
+            .subquery()
+        )
+        due_ids = (
+            select(due.c.id)
+            .where(due.c.place == 1)
+            .order_by(due.c.next_attempt_at)
+            .limit(limit or self.policy.parallel)
+            .scalar_subquery()
+        )
         with self.sessions() as session, session.begin():
             _write(session)
             session.execute(
@@ -137,9 +177,12 @@ class OutboxWorker:
                 .execution_options(synchronize_session=False)
             )
         with self.sessions() as session:
-            return list(
-                session.scalars(select(WebhookDelivery.id).where(WebhookDelivery.lease_owner == token))
+            claimed = session.execute(
+                select(WebhookDelivery.id, WebhookDelivery.subscription_id).where(
+                    WebhookDelivery.lease_owner == token
+                )
             )
+            return [(delivery_id, subscription_id) for delivery_id, subscription_id in claimed]
 
     def _load(self, delivery_id: str) -> _Outgoing:
         with self.sessions() as session:
@@ -179,12 +222,15 @@ class OutboxWorker:
             SIGNATURE_HEADER: sign(out.secret, out.body),
         }
         try:
-            response = self.client.post(out.url, content=out.body, headers=headers)
+            with self.client.stream("POST", out.url, content=out.body, headers=headers) as response:
+                status_code, head = response.status_code, _head(response)
+        except RefusedDestination as exc:
+            return Outcome(error=f"{REFUSED}{exc}"[:1000])
         except httpx.HTTPError as exc:
-            return Outcome(error=f"{type(exc).__name__}: {exc}"[:1000])
+            log.info("webhook delivery %s to %s: %s: %s", out.delivery_id, out.url, type(exc).__name__, exc)
+            return Outcome(error=NO_ANSWER)
         except (httpx.InvalidURL, ValueError) as exc:  # a URL no request can go to (IDNA: ValueError)
             return Outcome(error=f"{UNSENDABLE}{type(exc).__name__}: {exc}"[:1000])
-        status_code, head = response.status_code, response.text[:RESPONSE_HEAD_CHARS]
         error = None if 200 <= status_code < 300 else f"HTTP {status_code}"
         return Outcome(status_code, error, head)
 
@@ -225,23 +271,39 @@ class OutboxWorker:
                 "%s delivery %s attempt %d: %s", out.kind.value, out.delivery_id, attempt, outcome.error
             )
 
-    def run_once(self) -> tuple[int, int]:
-        """Send everything due now: (delivered, failed attempts).
+    def dispatch(self) -> list[Future[bool]]:
+        """Start sending the first due delivery of every subscription that has none in flight, each on a
+        sender thread of its own; a future per delivery says whether the receiver took it."""
+        with self._in_flight_lock:
+            busy = set(self._in_flight.values())
+            room = self.policy.parallel - len(self._in_flight)
+        if room <= 0:
+            return []
+        futures = []
+        for delivery_id, subscription_id in self.claim(busy, room):
+            with self._in_flight_lock:
+                self._in_flight[delivery_id] = subscription_id
+            futures.append(self._senders.submit(self._send_in_turn, delivery_id))
+        return futures
 
-        One delivery's failure never holds up the others: whatever goes wrong while sending it, the
-        next one is sent in the same pass (the failed one's lease runs out, and it is sent again)."""
-        delivered = failed = 0
-        for delivery_id in self.claim():
-            try:
-                sent = self.send(delivery_id)
-            except Exception:
-                log.exception("webhook delivery %s could not be sent", delivery_id)
-                sent = False
-            if sent:
-                delivered += 1
-            else:
-                failed += 1
-        return delivered, failed
+    def _send_in_turn(self, delivery_id: str) -> bool:
+        """One delivery on a sender thread: whatever goes wrong is logged (its lease runs out and it is
+        sent again); then the subscription's next delivery may go."""
+        try:
+            return self.send(delivery_id)
+        except Exception:
+            log.exception("webhook delivery %s could not be sent", delivery_id)
+            return False
+        finally:
+            with self._in_flight_lock:
+                self._in_flight.pop(delivery_id, None)
+            self._wake.set()
+
+    def run_once(self) -> tuple[int, int]:
+        """Send the first due delivery of every subscription, in parallel, and wait for them all:
+        (delivered, failed attempts)."""
+        sent = [future.result() for future in self.dispatch()]
+        return sum(sent), len(sent) - sum(sent)
 
     # in the background ----------------------------------------------------------------------------------
     def wake(self) -> None:
@@ -249,15 +311,12 @@ class OutboxWorker:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
+            self._wake.clear()
             try:
-                delivered, failed = self.run_once()
+                self.dispatch()
             except Exception:  # the database may be briefly unavailable; keep the loop alive
                 log.exception("webhook delivery pass failed")
-                delivered = failed = 0
-            if delivered or failed:
-                continue
             self._wake.wait(self.policy.poll_seconds)
-            self._wake.clear()
 
     def start(self) -> None:
         if self._thread is None:
@@ -270,4 +329,20 @@ class OutboxWorker:
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
+        self.close()
+
+    def close(self) -> None:
+        """Stop taking deliveries; one in flight ends by its deadline (its lease, if cut short, runs out
+        and another worker sends it again)."""
+        self._senders.shutdown(wait=False, cancel_futures=True)
         self.client.close()
+
+
+def _head(response: httpx.Response) -> str:
+    """The start of an answer, read no further than RESPONSE_HEAD_CHARS however long it is."""
+    read = bytearray()
+    for chunk in response.iter_raw():
+        read += chunk
+        if len(read) >= RESPONSE_HEAD_CHARS * 4:  # enough bytes for that many characters of UTF-8
+            break
+    return read.decode(response.encoding or "utf-8", errors="replace")[:RESPONSE_HEAD_CHARS]

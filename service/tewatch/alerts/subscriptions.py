@@ -10,6 +10,7 @@ import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tewatch.alerts.destinations import RefusedDestination, check_subscription_host
 from tewatch.alerts.events import EVENT_TYPES
 from tewatch.store.alert_models import WebhookSubscription
 
@@ -20,8 +21,8 @@ class SubscriptionError(ValueError):
     pass
 
 
-def validate(url: str, secret: str, event_types: Iterable[str]) -> list[str]:
-    validate_url(url)
+def validate(url: str, secret: str, event_types: Iterable[str], allow_loopback: bool = False) -> list[str]:
+    validate_url(url, allow_loopback)
     if len(secret) < MIN_SECRET_LENGTH:
         raise SubscriptionError(f"the secret must be at least {MIN_SECRET_LENGTH} characters")
     if "\x00" in secret:
@@ -35,9 +36,10 @@ def validate(url: str, secret: str, event_types: Iterable[str]) -> list[str]:
     return types
 
 
-def validate_url(url: str) -> None:
+def validate_url(url: str, allow_loopback: bool = False) -> None:
     """A URL the webhook client can send to: http(s), a host, a valid port, no whitespace or control
-    characters (a CR or LF would otherwise only fail at send time), and one httpx itself parses."""
+    characters (a CR or LF would otherwise only fail at send time), one httpx itself parses, and a host
+    that is not, nor now resolves to, an internal address (tewatch.alerts.destinations)."""
     bad = next((c for c in url if c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F), None)
     if bad is not None:
         raise SubscriptionError(f"webhook URL must not contain whitespace or control characters ({bad!r})")
@@ -51,12 +53,22 @@ def validate_url(url: str) -> None:
         raise SubscriptionError(f"webhook URL must be http(s)://host/...: {url!r}")
     if not host or port == 0:
         raise SubscriptionError(f"webhook URL must name a host (and a port from 1 to 65535): {url!r}")
+    try:
+        check_subscription_host(host, port or (443 if parts.scheme == "https" else 80), allow_loopback)
+    except RefusedDestination as exc:
+        raise SubscriptionError(f"webhooks are not sent to internal addresses: {exc}") from None
 
 
 def add_subscription(
-    session: Session, url: str, secret: str, event_types: Iterable[str], description: str = ""
+    session: Session,
+    url: str,
+    secret: str,
+    event_types: Iterable[str],
+    description: str = "",
+    *,
+    allow_loopback: bool = False,
 ) -> WebhookSubscription:
-    types = validate(url, secret, event_types)
+    types = validate(url, secret, event_types, allow_loopback)
     if "\x00" in description:
         raise SubscriptionError("the description must not contain a NUL character")
     subscription = WebhookSubscription(url=url, secret=secret, event_types=types, description=description)

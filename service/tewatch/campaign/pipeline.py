@@ -107,7 +107,10 @@ class Campaign:
         engine.dispose()
         secret = secrets.token_hex(16)
         with (
-            ServiceProcess(self.database_url, self.opts.out / "service.log") as service,
+            # its receiver listens on 127.0.0.1, where webhooks go only where the service allows it
+            ServiceProcess(
+                self.database_url, self.opts.out / "service.log", {"TEWATCH_WEBHOOK_ALLOW_LOOPBACK": "true"}
+            ) as service,
             WebhookReceiver(secret, self.opts.out / "webhooks") as receiver,
             ExitStack() as stack,
         ):

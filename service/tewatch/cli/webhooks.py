@@ -43,9 +43,12 @@ def add(
     from tewatch.store.database import write_session
 
     types = [t.strip() for item in events or EVENT_TYPES for t in item.split(",") if t.strip()]
+    allow_loopback = settings_for(db).webhook_allow_loopback
     with write_session(_engine(db)) as session:
         try:
-            subscription = add_subscription(session, url, secret, types, description)
+            subscription = add_subscription(
+                session, url, secret, types, description, allow_loopback=allow_loopback
+            )
         except SubscriptionError as exc:
             raise fail(str(exc)) from exc
         typer.echo(f"subscription {subscription.id}: {url} <- {', '.join(subscription.event_types)}")
@@ -120,5 +123,5 @@ def deliver(
     except KeyboardInterrupt:
         pass
     finally:
-        worker.client.close()
+        worker.close()
     typer.echo(f"delivered {delivered}, failed attempts {failed} (failed ones are retried with backoff)")

@@ -35,7 +35,11 @@ class Settings(BaseSettings):
     detect_after_upload: bool = True
     webhook_worker: bool = True  # deliver webhooks from inside the service
     webhook_poll_seconds: float = 1.0
-    webhook_timeout_seconds: float = 10.0
+    webhook_timeout_seconds: float = 10.0  # each step of a delivery (connect, a read, a write)
+    webhook_deadline_seconds: float = Field(30.0, gt=0)  # a whole delivery, however slow the receiver
+    webhook_parallel: int = Field(8, ge=1)  # deliveries in flight at once, one per subscription
+    webhook_allow_loopback: bool = False  # receivers on 127.0.0.1/::1 (tewatch campaign's); else refused
+    webhook_redeliveries_per_minute: int = Field(10, ge=1)  # per subscription, through the API
     webhook_max_attempts: int = 10
     webhook_backoff_seconds: float = 5.0  # first retry; doubles each time
     webhook_backoff_max_seconds: float = 3600.0

@@ -257,3 +257,14 @@ class ReleaseComparison(Base):
     min_effect: Mapped[float] = mapped_column(Float)
     detector_version: Mapped[str] = mapped_column(String(120))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class WebhookRedelivery(Base):
+    """A redelivery asked for through the API: what its rate limit per subscription counts."""
+
+    __tablename__ = "webhook_redeliveries"
+    __table_args__ = (Index("ix_webhook_redeliveries_subscription", "subscription_id", "requested_at"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    subscription_id: Mapped[int] = mapped_column(ForeignKey("webhook_subscriptions.id", ondelete="CASCADE"))
+    delivery_id: Mapped[str] = mapped_column(ForeignKey("webhook_deliveries.id", ondelete="CASCADE"))
+    requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

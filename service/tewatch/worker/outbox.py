@@ -14,12 +14,15 @@ def delivery_policy(settings: Settings) -> DeliveryPolicy:
     requests = 6 if settings.github_repository else 3
     return DeliveryPolicy(
         timeout_seconds=settings.webhook_timeout_seconds,
+        deadline_seconds=settings.webhook_deadline_seconds,
+        parallel=settings.webhook_parallel,
+        allow_loopback=settings.webhook_allow_loopback,
         max_attempts=settings.webhook_max_attempts,
         backoff_seconds=settings.webhook_backoff_seconds,
         backoff_max_seconds=settings.webhook_backoff_max_seconds,
         poll_seconds=settings.webhook_poll_seconds,
         # a claimed delivery whose worker died is retried once its lease ends: well after any live POST
-        lease_seconds=requests * settings.webhook_timeout_seconds + 1,
+        lease_seconds=max(requests * settings.webhook_timeout_seconds, settings.webhook_deadline_seconds) + 1,
     )
 
 

@@ -1,8 +1,7 @@
-from datetime import UTC, datetime
-
 from fastapi import APIRouter, HTTPException, Request, Response, status
 from sqlalchemy.orm import Session
 
+from tewatch.alerts.redelivery import AlreadyQueued, NoSuchDelivery, TooManyRedeliveries, redeliver
 from tewatch.alerts.subscriptions import (
     SubscriptionError,
     active_subscriptions,
@@ -10,11 +9,11 @@ from tewatch.alerts.subscriptions import (
     remove_subscription,
 )
 from tewatch.api.alert_schemas import DeliveryOut, SubscriptionIn, SubscriptionOut
-from tewatch.api.schemas import BUSY, NOT_FOUND
+from tewatch.api.schemas import BUSY, NOT_FOUND, ErrorAnswer
 from tewatch.store import alert_queries as queries
-from tewatch.store.alert_models import DeliveryStatus, WebhookDelivery
+from tewatch.store.alert_models import DeliveryStatus
 from tewatch.store.database import write_session
-from tewatch.web.deps import AdminScope, get_engine
+from tewatch.web.deps import AdminScope, get_engine, get_settings
 from tewatch.web.params import OptionalQueryInt, PathInt
 
 # Subscriptions hold secrets and URLs of private receivers: every route needs an admin token.
@@ -33,7 +32,12 @@ def create_subscription(request: Request, body: SubscriptionIn):
     with write_session(get_engine(request)) as session:
         try:
             subscription = add_subscription(
-                session, body.url, body.secret, body.event_types, body.description
+                session,
+                body.url,
+                body.secret,
+                body.event_types,
+                body.description,
+                allow_loopback=get_settings(request).webhook_allow_loopback,
             )
         except SubscriptionError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from exc
@@ -75,18 +79,28 @@ def list_deliveries(
 @router.post(
     "/api/v1/webhooks/deliveries/{delivery_id}/redeliver",
     response_model=DeliveryOut,
-    responses={**NOT_FOUND, **BUSY},
+    responses={
+        **NOT_FOUND,
+        409: {"model": ErrorAnswer, "description": "the delivery is queued already"},
+        429: {"model": ErrorAnswer, "description": "too many redeliveries to its subscription this minute"},
+        **BUSY,
+    },
 )
-def redeliver(request: Request, delivery_id: str):
-    """Send a delivery again (same delivery id), e.g. after it failed its last attempt."""
+def redeliver_delivery(request: Request, delivery_id: str):
+    """Send a delivery again (same delivery id), e.g. after it failed its last attempt; at most
+    TEWATCH_WEBHOOK_REDELIVERIES_PER_MINUTE a minute per subscription (else 429 with Retry-After)."""
+    per_minute = get_settings(request).webhook_redeliveries_per_minute
     with write_session(get_engine(request)) as session:
-        delivery = session.get(WebhookDelivery, delivery_id)
-        if delivery is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no delivery {delivery_id}")
-        delivery.status = DeliveryStatus.pending
-        delivery.next_attempt_at = datetime.now(UTC)
-        delivery.lease_until = None
-        session.flush()
+        try:
+            delivery = redeliver(session, delivery_id, per_minute)
+        except NoSuchDelivery as exc:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from exc
+        except AlreadyQueued as exc:
+            raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+        except TooManyRedeliveries as exc:
+            raise HTTPException(
+                status.HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": str(exc.retry_after)}
+            ) from exc
         answer = DeliveryOut.model_validate(delivery)
     worker = getattr(request.app.state, "webhook_worker", None)
     if worker is not None:
