@@ -2,6 +2,8 @@
 # A throwaway PostgreSQL cluster for tests and benchmarks: loopback only, trust-free, fsync off.
 #   scripts/pg-test-cluster.sh start DIR [PORT]   initdb + start; prints the database URL as the last line
 #   scripts/pg-test-cluster.sh stop DIR           stop it and delete DIR
+#   scripts/pg-test-cluster.sh halt DIR           stop the server, keep its data (an outage)
+#   scripts/pg-test-cluster.sh resume DIR         start a halted cluster again on its port
 # Runs the server as the postgres user when started by root (initdb refuses root).
 set -euo pipefail
 
@@ -23,13 +25,25 @@ start() {
     [ "$(id -u)" = 0 ] && chown -R postgres:postgres "$dir"
     as_owner "$PGBIN/initdb" -D "$dir/data" -U postgres --auth-local=trust --auth-host=scram-sha-256 \
         --pwfile="$dir/pw" -E UTF8 --no-locale >/dev/null
-    as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 \
-        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=200" \
+    as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 -o "$(server_options "$dir" "$port")" \
         start >/dev/null
     as_owner "$PGBIN/psql" -h "$dir" -p "$port" -U postgres -qv ON_ERROR_STOP=1 \
         -c "CREATE USER tewatch WITH PASSWORD 'tewatch' CREATEDB" -c "CREATE DATABASE tewatch OWNER tewatch" >/dev/null
     echo "$port" > "$dir/port"
     echo "postgresql://tewatch:tewatch@127.0.0.1:$port/tewatch"
+}
+
+server_options() {
+    echo "-p $2 -k $1 -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=200"
+}
+
+halt() {
+    as_owner "$PGBIN/pg_ctl" -D "$1/data" -m fast -w stop >/dev/null
+}
+
+resume() {
+    as_owner "$PGBIN/pg_ctl" -D "$1/data" -l "$1/log" -w -t 60 -o "$(server_options "$1" "$(cat "$1/port")")" \
+        start >/dev/null
 }
 
 stop() {
@@ -43,5 +57,7 @@ stop() {
 case "${1:-}" in
     start) start "${2:?usage: $0 start DIR [PORT]}" "${3:-}" ;;
     stop) stop "${2:?usage: $0 stop DIR}" ;;
-    *) echo "usage: $0 start DIR [PORT] | stop DIR" >&2; exit 2 ;;
+    halt) halt "${2:?usage: $0 halt DIR}" ;;
+    resume) resume "${2:?usage: $0 resume DIR}" ;;
+    *) echo "usage: $0 start DIR [PORT] | stop DIR | halt DIR | resume DIR" >&2; exit 2 ;;
 esac

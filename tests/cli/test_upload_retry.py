@@ -202,3 +202,26 @@ def test_no_retry_starts_past_the_time_given(service, proxy):
             if line.startswith("retrying in ")
         ]
         assert 1 <= len(waits) <= 2 and sum(waits) <= 1.0, lines
+
+
+def test_the_detection_after_a_batch_is_retried_too(service, proxy):
+    """Both runs land; the detection call after them meets a 503 and a dropped connection, and is sent
+    again until it goes through: the job ends well, with the detection done."""
+    proxy.reset(["pass", "pass", "503", "drop-before"])
+    done = upload(proxy, service.token, "--attempts", "4", *FAST)
+    assert done.returncode == 0, done.stderr
+    assert proxy.posts == ["pass", "pass", "503", "drop-before", "pass"]
+    retries = [line.split(": ", 1)[1] for line in done.stderr.splitlines() if line.startswith("retrying in ")]
+    assert retries == [
+        "HTTP 503: proxy says 503",
+        "RemoteProtocolError: Server disconnected without sending a response.",
+    ]
+    assert "detection after 2 runs: " in done.stderr and "error" not in done.stderr
+
+
+def test_a_detection_that_keeps_failing_fails_the_job_naming_it(service, proxy):
+    proxy.reset(["pass", "pass", "503", "503"])
+    done = upload(proxy, service.token, "--attempts", "2", *FAST)
+    assert done.returncode == 1
+    assert "error: detection after 2 runs: HTTP 503: proxy says 503 (after 2 tries)" in done.stderr
+    assert "the runs are stored, detection after them failed" in done.stderr

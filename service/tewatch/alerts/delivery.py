@@ -43,6 +43,7 @@ from tewatch.store.alert_models import (
     WebhookDelivery,
     WebhookSubscription,
 )
+from tewatch.store.contention import unavailable_reason
 from tewatch.store.database import WRITE_TRANSACTION, session_factory
 
 
@@ -310,12 +311,19 @@ class OutboxWorker:
         self._wake.set()
 
     def _loop(self) -> None:
+        waiting_for_database = False
         while not self._stop.is_set():
             self._wake.clear()
             try:
                 self.dispatch()
-            except Exception:  # the database may be briefly unavailable; keep the loop alive
-                log.exception("webhook delivery pass failed")
+                waiting_for_database = False
+            except Exception as exc:  # the database may be briefly unavailable; keep the loop alive
+                reason = unavailable_reason(exc)
+                if reason is None:
+                    log.exception("webhook delivery pass failed")
+                elif not waiting_for_database:  # said once an outage, not at every poll
+                    log.warning("webhook delivery waits for the database: %s", reason)
+                waiting_for_database = reason is not None
             self._wake.wait(self.policy.poll_seconds)
 
     def start(self) -> None:

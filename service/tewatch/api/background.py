@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from sqlalchemy import Engine
 
 from tewatch.core.settings import Settings
+from tewatch.store.contention import unavailable_reason
 from tewatch.worker.outbox import outbox_worker, sync_github
 
 log = logging.getLogger(__name__)
@@ -41,8 +42,12 @@ def detect_after_upload_task(app: FastAPI, run_id: int) -> None:
     engine: Engine = app.state.engine
     try:
         summary = detect_after_upload(engine, run_id, settings.public_url)
-    except Exception:
-        log.exception("detection after upload of run %d failed; `tewatch detect` will pick it up", run_id)
+    except Exception as exc:
+        reason = unavailable_reason(exc)
+        if reason is None:
+            log.exception("detection after upload of run %d failed; `tewatch detect` will pick it up", run_id)
+        else:
+            log.warning("detection after upload of run %d waits for `tewatch detect`: %s", run_id, reason)
         return
     worker = getattr(app.state, "webhook_worker", None)
     if worker is not None and summary.events:

@@ -1,11 +1,14 @@
-"""Error answers: every 4xx says what is wrong, as JSON."""
+"""Error answers: every 4xx says what is wrong, as JSON; a store that is busy or cannot be reached is a 503
+with Retry-After, never a 500."""
 
 from __future__ import annotations
 
+import logging
 import math
 from urllib.parse import parse_qsl
 
 import orjson
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exception_handlers import http_exception_handler
@@ -17,10 +20,13 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tewatch.ingest.errors import IngestError, printable
-from tewatch.store.contention import busy_reason
+from tewatch.store.contention import busy_reason, unavailable_reason
 from tewatch.store.limits import json_problem
 
 BUSY_RETRY_AFTER_SECONDS = 5
+UNAVAILABLE_RETRY_AFTER_SECONDS = 10
+
+log = logging.getLogger(__name__)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -46,11 +52,22 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(DBAPIError)
     @app.exception_handler(PoolTimeout)
-    async def _database_error(request: Request, exc: DBAPIError | PoolTimeout) -> JSONResponse:
+    @app.exception_handler(psycopg.OperationalError)  # raw, from COPY
+    async def _database_error(request: Request, exc: Exception) -> JSONResponse:
         reason = busy_reason(exc)
-        if reason is None:
-            raise exc
-        return busy_answer(reason, request.app.state.settings.lock_wait_seconds)
+        if reason is not None:
+            return busy_answer(reason, request.app.state.settings.lock_wait_seconds)
+        reason = unavailable_reason(exc)
+        if reason is not None:
+            log.warning(
+                "%s %s answered 503: %s (%s)",
+                request.method,
+                request.url.path,
+                reason,
+                exc.__class__.__name__,
+            )
+            return unavailable_answer(reason)
+        raise exc
 
 
 def _shown(value):
@@ -77,6 +94,19 @@ def _printable_json(value):
     if isinstance(value, dict):
         return {printable(key): _printable_json(item) for key, item in value.items()}
     return value
+
+
+def unavailable_answer(reason: str) -> JSONResponse:
+    """503 with Retry-After: the database could not be used; a write was rolled back whole or never began."""
+    detail = (
+        f"the store is unavailable ({reason}): nothing was stored, try again in "
+        f"{UNAVAILABLE_RETRY_AFTER_SECONDS} s"
+    )
+    return JSONResponse(
+        {"detail": detail, "retry_after": UNAVAILABLE_RETRY_AFTER_SECONDS},
+        status_code=503,
+        headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER_SECONDS)},
+    )
 
 
 def busy_answer(reason: str, waited_seconds: float) -> JSONResponse:

@@ -54,7 +54,7 @@ NOT_FOUND: Responses = {404: {"model": ErrorAnswer, "description": "nothing of t
 BUSY: Responses = {
     503: {
         "model": BusyAnswer,
-        "description": "the store was busy: nothing was stored, try again after "
+        "description": "the store was busy or could not be reached: nothing was stored, try again after "
         "the answer's Retry-After (seconds)",
     }
 }

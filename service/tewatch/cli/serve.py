@@ -20,9 +20,16 @@ def serve(
 ) -> None:
     """Serve the results API (OpenAPI docs at /docs, metrics at /metrics)."""
     from tewatch.api.app import create_app
+    from tewatch.api.request_head import head_deadline_protocol
 
     settings = settings_for(db)
     if max_upload_mb is not None:
         settings.max_upload_bytes = int(max_upload_mb * 1024 * 1024)
     upgrade(settings.database_url)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        log_level=log_level,
+        http=head_deadline_protocol(settings.request_head_seconds),
+    )

@@ -96,7 +96,7 @@ def upload(
             detected = True
             if batch and stored:
                 progress.update(task, description=f"detecting after {len(stored)} runs")
-                detected = _detect_batch(client, branch, stored)
+                detected = _detect_batch(client, branch, stored, policy)
             base_note = _base_without_runs(client, base, stored) if base and stored else ""
     except ClientError as exc:
         raise fail(str(exc)) from None
@@ -112,12 +112,13 @@ def upload(
         )
 
 
-def _detect_batch(client: ApiClient, branch: str | None, run_ids: list[int]) -> bool:
-    """Detection after the runs of this upload, in one pass; says what it found."""
+def _detect_batch(client: ApiClient, branch: str | None, run_ids: list[int], policy: RetryPolicy) -> bool:
+    """Detection after the runs of this upload, in one pass, retried as the uploads are; says what it
+    found."""
     from tewatch.client.api import ClientError
 
     try:
-        found = client.detect(branch or DEFAULT_BRANCH, run_ids)
+        found = client.detect(branch or DEFAULT_BRANCH, run_ids, policy)
     except ClientError as exc:
         typer.echo(f"error: detection after {len(run_ids)} runs: {exc}", err=True)
         return False

@@ -1,11 +1,12 @@
 """The one client of tewatch's JSON API: every route the CLI, the campaign and the pandas client call is
 a method here, so its path is spelled once; refusals and unreachable services are one sentence
-(ClientError), and uploads are retried by the upload policy (tewatch.client.retries). Needs httpx and
-stamina only: the service's own commands use it without pandas."""
+(ClientError), and uploads and the detection after them are retried by the upload policy
+(tewatch.client.retries). Needs httpx and stamina only: the service's own commands use it without
+pandas."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,26 @@ class Sent:
     tries: int
     stored: dict[str, Any] | None = None
     error: str = ""
+
+
+def _with_retries(
+    policy: RetryPolicy, send: Callable[[], httpx.Response]
+) -> tuple[int, httpx.Response | None, str]:
+    """`send()` until an answer no retry should follow or `policy` ends the retries: (tries, that answer,
+    ""), or (tries, None, why there is none)."""
+    tries = 0
+    try:
+        for attempt in policy.attempts_of():
+            with attempt:
+                tries = attempt.num
+                answer = send()
+                if retryable_status(answer.status_code):
+                    raise RetryableAnswer(answer, detail(answer))
+    except RetryableAnswer as exc:
+        return tries, None, str(exc)
+    except httpx.HTTPError as exc:
+        return tries, None, f"{type(exc).__name__}: {exc}"
+    return tries, answer, ""
 
 
 class Closing:
@@ -188,18 +209,9 @@ class ApiClient(Closing):
         `detect` False leaves detection to a later `detect()`."""
         endpoint = f"{API}/runs" + ("" if detect else "?detect=later")
         parts = list(parts)
-        tries = 0
-        try:
-            for attempt in policy.attempts_of():
-                with attempt:
-                    tries = attempt.num
-                    answer = self._post_files(endpoint, parts, fields)
-                    if retryable_status(answer.status_code):
-                        raise RetryableAnswer(answer, detail(answer))
-        except RetryableAnswer as exc:
-            return Sent(tries, error=str(exc))
-        except httpx.HTTPError as exc:
-            return Sent(tries, error=f"{type(exc).__name__}: {exc}")
+        tries, answer, error = _with_retries(policy, lambda: self._post_files(endpoint, parts, fields))
+        if answer is None:
+            return Sent(tries, error=error)
         if not answer.is_success:
             return Sent(tries, error=f"HTTP {answer.status_code}: {detail(answer)}")
         return Sent(tries, stored=answer.json())
@@ -215,11 +227,20 @@ class ApiClient(Closing):
             data = {k: v for k, v in fields.items() if v}
             return self._client.post(endpoint, data=data, files=files, timeout=UPLOAD_TIMEOUT_S)
 
-    def detect(self, branch: str, run_ids: list[int]) -> dict[str, Any]:
-        """Detection after these runs, in one pass."""
-        return self._json(
-            "POST", f"{API}/detect", json={"branch": branch, "runs": run_ids}, timeout=UPLOAD_TIMEOUT_S
+    def detect(self, branch: str, run_ids: list[int], policy: RetryPolicy) -> dict[str, Any]:
+        """Detection after these runs, in one pass, retried as uploads are: it only reads the runs and
+        stores what it finds, so a repeat after an answer lost on the way finds nothing new."""
+        path = f"{API}/detect"
+        body = {"branch": branch, "runs": run_ids}
+        tries, answer, error = _with_retries(
+            policy, lambda: self._client.post(path, json=body, timeout=UPLOAD_TIMEOUT_S)
         )
+        after = f" (after {tries} tries)" if tries > 1 else ""
+        if answer is None:
+            raise ClientError(f"{error}{after}")
+        if answer.status_code >= 400:
+            raise ClientError(f"POST {path} answered HTTP {answer.status_code}: {detail(answer)}{after}")
+        return answer.json()
 
     def send_commit_graph(self, repo: str, commits: list[tuple[str, int, list[str]]]) -> dict[str, Any]:
         return self._json(

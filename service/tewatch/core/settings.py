@@ -31,6 +31,7 @@ class Settings(BaseSettings):
     dashboard_cache_entries: int = 64  # rendered overview/matrix contents kept per store state; 0: none
     lock_wait_seconds: float = Field(30.0, gt=0)  # a writer's wait for a lock before answering 503
     database_connections: int = Field(50, ge=2)  # the most the service opens; a wait for one is a lock wait
+    request_head_seconds: float = Field(20.0, gt=0)  # a request's line and headers, else 408 and closed
     # detection and webhooks
     detect_after_upload: bool = True
     webhook_worker: bool = True  # deliver webhooks from inside the service

@@ -1,6 +1,7 @@
 import time
 from typing import Annotated, Any, Literal
 
+import psycopg
 from fastapi import APIRouter, BackgroundTasks, Request, Response, status
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -12,7 +13,7 @@ from tewatch.api.upload_body import bundle_from_form, parse_form, read_limited_b
 from tewatch.ingest.bounds import UploadBounds
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.service import ingest_bundle
-from tewatch.store.contention import busy_reason
+from tewatch.store.contention import busy_reason, unavailable_reason
 from tewatch.web.deps import UploadScope, get_engine, get_settings
 
 router = APIRouter(tags=["upload"])
@@ -88,9 +89,11 @@ async def upload_run(
     except IngestError:
         metrics.uploads.labels("rejected").inc()
         raise
-    except (DBAPIError, PoolTimeout) as exc:
+    except (DBAPIError, PoolTimeout, psycopg.OperationalError) as exc:
         if busy_reason(exc):
             metrics.uploads.labels("busy").inc()
+        elif unavailable_reason(exc):
+            metrics.uploads.labels("unavailable").inc()
         raise
     metrics.ingest_seconds.observe(time.perf_counter() - start)
     metrics.uploads.labels("created" if stored.created else "already_stored").inc()
