@@ -88,32 +88,49 @@ def test_postgresql_down_answers_503_and_an_upload_during_it_lands_afterwards(ow
     assert "Traceback" not in served and "answered 503: the database server cannot be reached" in served
 
 
+def trickle_head(address: tuple[str, int], first_request: bytes) -> tuple[bytes, int]:
+    """On one connection: `first_request` (its answer read), then a request head a byte every 0.25 s
+    (250 s if the service waited for all of it): what came back after it, and how many bytes went."""
+    with socket.create_connection(address, timeout=60) as slow:
+        if first_request:
+            slow.sendall(first_request)
+            answered = b""
+            while not (b"\r\n\r\n" in answered and answered.endswith(b"}")):
+                chunk = slow.recv(4096)
+                assert chunk, answered
+                answered += chunk
+            assert answered.startswith(b"HTTP/1.1 200 ")
+        slow.sendall(b"GET /api/v1/health HTTP/1.1\r\n")
+        sent, answer = 0, b""
+        header = b"X-Slow: " + b"a" * 1000
+        while sent < len(header):
+            try:
+                slow.sendall(header[sent : sent + 1])
+            except OSError:
+                break
+            sent += 1
+            slow.settimeout(0.25)
+            try:
+                answer += slow.recv(4096)
+            except TimeoutError:
+                continue
+            if answer:
+                break
+        slow.settimeout(30)
+        while chunk := slow.recv(4096):
+            answer += chunk
+    return answer, sent
+
+
 def test_a_client_trickling_its_request_head_is_cut_off(db_url, tmp_path):
+    """On a fresh connection, and on one that has had an answer already (keep-alive)."""
     server = start_server(db_url, tmp_path / "serve.log", env={"TEWATCH_REQUEST_HEAD_SECONDS": "2"})
     try:
         host, port = server.url.removeprefix("http://").split(":")
-        with socket.create_connection((host, int(port)), timeout=60) as slow:
-            slow.sendall(b"GET /api/v1/health HTTP/1.1\r\n")
-            sent, answer = 0, b""
-            header = b"X-Slow: " + b"a" * 1000
-            while sent < len(header):  # a byte every 0.25 s: 250 s if the service waited for all of it
-                try:
-                    slow.sendall(header[sent : sent + 1])
-                except OSError:
-                    break
-                sent += 1
-                slow.settimeout(0.25)
-                try:
-                    answer += slow.recv(4096)
-                except TimeoutError:
-                    continue
-                if answer:
-                    break
-            slow.settimeout(30)
-            while chunk := slow.recv(4096):
-                answer += chunk
-        assert answer.startswith(b"HTTP/1.1 408 "), answer
-        assert sent < len(header)
+        for first_request in (b"", b"GET /api/v1/health HTTP/1.1\r\nHost: tewatch\r\n\r\n"):
+            answer, sent = trickle_head((host, int(port)), first_request)
+            assert answer.startswith(b"HTTP/1.1 408 "), answer
+            assert sent < 1000
         with server.client() as client:  # the service itself answers as ever
             assert client.get("/api/v1/health").status_code == 200
     finally:

@@ -31,9 +31,10 @@ class HeadDeadlineProtocol(HttpToolsProtocol):
         super().on_headers_complete()
 
     def on_response_complete(self) -> None:
+        next_head_awaited = not self.pipeline  # else a request whose head came whole starts now
         super().on_response_complete()
-        if not self.transport.is_closing():
-            self._start_head_timer()  # for the next request on this connection
+        if next_head_awaited and not self.transport.is_closing():
+            self._start_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_timer()
