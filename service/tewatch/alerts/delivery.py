@@ -117,12 +117,11 @@ class OutboxWorker:
         self,
         engine: Engine,
         policy: DeliveryPolicy | None = None,
-        client: httpx.Client | None = None,
         github: Publisher | None = None,
     ):
         self.sessions: sessionmaker[Session] = session_factory(engine)
         self.policy = policy or DeliveryPolicy()
-        self.client = client or webhook_client(
+        self.client = webhook_client(
             self.policy.allow_loopback, self.policy.timeout_seconds, self.policy.deadline_seconds
         )
         self.github = github
