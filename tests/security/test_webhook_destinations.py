@@ -89,7 +89,7 @@ def served_with_loopback(db_url, tmp_path):
     env = {
         "TEWATCH_WEBHOOK_ALLOW_LOOPBACK": "true",
         "TEWATCH_WEBHOOK_POLL_SECONDS": "0.1",
-        "TEWATCH_WEBHOOK_DEADLINE_SECONDS": "6",
+        "TEWATCH_WEBHOOK_DEADLINE_SECONDS": "12",
         "TEWATCH_WEBHOOK_TIMEOUT_SECONDS": "10",  # longer than the trickle's gaps: only the deadline ends it
         "TEWATCH_WEBHOOK_MAX_ATTEMPTS": "1",
         "TEWATCH_WEBHOOK_REDELIVERIES_PER_MINUTE": "2",
@@ -218,6 +218,6 @@ def test_a_trickling_receiver_holds_up_its_own_deliveries_only(served_with_loopb
         assert slow.connections == 1
         assert all(d["attempts"] == 0 for d in deliveries(client, slow_id))
         assert sorted(r.event_id for r in healthy.accepted()) == sorted(event_ids)
-        # the slow delivery ends at its deadline (6 s), though every read got a byte within 10 s
+        # the slow delivery ends at its deadline (12 s), though every read got a byte within 10 s
         first = wait_for(lambda: [d for d in deliveries(client, slow_id) if d["attempts"] == 1], timeout=120)
         assert first[0]["last_error"] == NO_ANSWER
