@@ -17,12 +17,12 @@ from tewatch.ingest.discover import find_runs
 def test_the_campaigns_calls_through_the_api_client(live_server):
     with ApiClient(live_server.url, live_server.token) as client:
         assert client.healthy()
-        hook = client.add_webhook("http://127.0.0.1:9/hook", "s" * 16, ["pr.report"], "test receiver")
+        hook = client.add_webhook("https://bot.example/hook", "s" * 16, ["pr.report"], "test receiver")
         assert hook["event_types"] == ["pr.report"]
         run = find_runs(TINY)[0]
         sent = client.upload(run.parts(), {"branch": "api", "pr_number": ""}, RetryPolicy(), detect=False)
         assert sent.stored is not None and sent.tries == 1, sent.error
-        found = client.detect("api", [sent.stored["run_id"]])
+        found = client.detect("api", [sent.stored["run_id"]], RetryPolicy())
         assert found["series"] >= 1
         assert [r["id"] for r in client.runs({"branch": "api"})] == [sent.stored["run_id"]]
         assert "<html" in client.page("/runs").lower()
