@@ -141,7 +141,7 @@ def test_token_create_names_the_scope_and_list_shows_it(db_url):
 
 def test_tokens_from_before_scopes_become_admin(tmp_path):
     url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
-    upgrade(url, "0011_release_comparisons")
+    upgrade(url, "0012_case_machine")
     engine = make_engine(url)
     with engine.begin() as conn:
         conn.execute(

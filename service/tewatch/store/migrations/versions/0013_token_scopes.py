@@ -2,8 +2,8 @@
 each of them could do everything, and a migration that took a right away would break its holder's
 next request (docs/security.md)
 
-Revision ID: 0012_token_scopes
-Revises: 0011_release_comparisons
+Revision ID: 0013_token_scopes
+Revises: 0012_case_machine
 Create Date: 2026-12-03 09:00:00.000000
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0012_token_scopes"
-down_revision: str | None = "0011_release_comparisons"
+revision: str = "0013_token_scopes"
+down_revision: str | None = "0012_case_machine"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

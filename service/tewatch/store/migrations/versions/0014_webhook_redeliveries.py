@@ -1,7 +1,7 @@
 """redeliveries asked for through the API, counted by the rate limit per subscription
 
-Revision ID: 0013_webhook_redeliveries
-Revises: 0012_token_scopes
+Revision ID: 0014_webhook_redeliveries
+Revises: 0013_token_scopes
 Create Date: 2026-12-03 09:30:00.000000
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0013_webhook_redeliveries"
-down_revision: str | None = "0012_token_scopes"
+revision: str = "0014_webhook_redeliveries"
+down_revision: str | None = "0013_token_scopes"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
