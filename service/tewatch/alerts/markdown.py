@@ -2,37 +2,18 @@
 request changed, in their order (tewatch.findings.pr_report.SECTIONS: correctness first, then the cases
 it fixes, the largest regressions with effect and interval, improvements), with links to the dashboard.
 
-Everything in it that came from an upload (benchmark names, params, error text from PR code) is escaped
-so it cannot break the table or inject HTML.
+Everything in it that came from an upload (benchmark names, params, error text from PR code, GPU models)
+is inert (markdown_text): it cannot break the table, inject HTML, or mention, reference or link anything.
 """
 
 from __future__ import annotations
 
+from tewatch.alerts.markdown_text import code, escape_cell
 from tewatch.findings.pr_report import SECTIONS, PrReport
 from tewatch.findings.table import Cell, Section
 
 MAX_ROWS = 10
 MESSAGE_CHARS = 160
-
-
-def escape_cell(text: str) -> str:
-    text = " ".join(str(text).split())
-    for raw, safe in (
-        ("&", "&amp;"),
-        ("<", "&lt;"),
-        (">", "&gt;"),
-        ("|", "\\|"),
-        ("`", "'"),
-        ("[", "\\["),
-        ("]", "\\]"),
-    ):
-        text = text.replace(raw, safe)
-    return text
-
-
-def code(text: str) -> str:
-    """A code span in a table cell: literal text, so only the pipe (GFM tables) and backticks matter."""
-    return "`" + " ".join(str(text).split()).replace("`", "'").replace("|", "\\|") + "`"
 
 
 def plural(count: int, noun: str) -> str:
