@@ -23,7 +23,7 @@ from tewatch_dashboards.templating import is_version_stand_in
 from tewatch_dashboards.views.change_points import MIN_EFFECT, ChangePointView, change_points
 
 MAX_DETAILED_POINTS = 600  # beyond this, the server aggregates points into buckets
-MAX_SAMPLES_DRAWN = 32
+MAX_SAMPLES_DRAWN = 32  # of each point, evenly thinned: the SVG and the JSON draw the same
 DEFAULT_LAST = 300
 SHIFT_NAMES = {"te_version": "TE", "cuda": "CUDA", "cudnn": "cuDNN", "cublaslt": "cuBLASLt"}
 
@@ -155,7 +155,7 @@ def _point_json(x: int, p: SeriesPoint, commit: str) -> dict:
         "value": p.value,
         "q25": p.q_25,
         "q75": p.q_75,
-        "samples": p.samples[:MAX_SAMPLES_DRAWN],
+        "samples": p.samples,
         "verdict": p.verdict,
         "exception": p.exception_class,
         "gpu": gpu_summary(p.gpu_state),
@@ -187,7 +187,9 @@ def build(
 ) -> ChartData:
     total = series_version(conn, header.series_id, branch)[0]
     detailed = (last is not None and last <= MAX_DETAILED_POINTS) or total <= MAX_DETAILED_POINTS
-    points = series_points(conn, header, branch, last=last, with_samples=detailed)
+    points = series_points(
+        conn, header, branch, last=last, with_samples=detailed, samples_per_point=MAX_SAMPLES_DRAWN
+    )
     offset = total - len(points)
     chart = ChartData(header=header, total=total, offset=offset)
     bucket_size = 1 if detailed else math.ceil(len(points) / MAX_DETAILED_POINTS)
@@ -286,7 +288,9 @@ def pr_overlay(conn: Connection, header: SeriesHeader, pr: int, x0: int) -> PrOv
     return PrOverlay(
         number=pr,
         x0=x0,
-        points=series_points(conn, header, pr=pr, last=MAX_DETAILED_POINTS),
+        points=series_points(
+            conn, header, pr=pr, last=MAX_DETAILED_POINTS, samples_per_point=MAX_SAMPLES_DRAWN
+        ),
         comparison={name: getattr(comparison, name) for name in COMPARISON_FIELDS} if comparison else None,
     )
 

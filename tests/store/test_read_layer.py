@@ -41,9 +41,11 @@ from tewatch.store.run_reads import (
 from tewatch.store.series_reads import (
     DETAIL_COLUMNS,
     DetailedPoint,
+    detailed_points,
     series_header,
     series_points,
     series_version,
+    thinned,
 )
 from tewatch.store.store_state import store_state
 from tewatch.store.table_rows import TABLES, CommitFacts, EnvironmentFacts, MachineFacts, RunFacts
@@ -86,7 +88,7 @@ def test_every_typed_row_has_its_tables_columns() -> None:
 
 def test_a_detailed_point_has_its_columns() -> None:
     fields = [f.name for f in dataclasses.fields(DetailedPoint)]
-    assert fields == [*(c.key for c in DETAIL_COLUMNS), "samples"]
+    assert fields == [*(c.key for c in DETAIL_COLUMNS), "samples", "sample_count"]
 
 
 def test_the_api_lists_the_runs_the_pages_list(in_process_app, uploaded, conn: Connection) -> None:
@@ -224,6 +226,36 @@ def test_series_points_along_the_commit_axis(uploaded, conn: Connection) -> None
     assert [p.run_id for p in series_points(conn, header, "q", last=1)] == [head]
     assert [p.run_id for p in series_points(conn, header, pr=42)] == [pr_run]
     assert series_version(conn, header.series_id, pr=42) == (1, pr_run)
+
+
+def test_a_page_of_detailed_points_ends_at_its_sample_budget(uploaded, conn: Connection) -> None:
+    (base, head), _ = uploaded
+    case_ids = [h.case.id for h in latest_case_verdicts(conn, CaseSelection(), "q")]
+    headers = [series_header(conn, s.series_id) for s in primary_series(conn, case_ids).values()]
+    header, whole = next(
+        (h, page)
+        for h in headers
+        if h is not None
+        and (page := detailed_points(conn, h.series_id, h.case_id, "q")).points
+        and (page.points[-1].sample_count or 0) > 3
+    )
+    assert [p.run_id for p in whole.points] == [base, head] and whole.next_offset is None
+    stored = whole.points[-1].sample_count
+    assert stored and stored > 3 and stored == len(whole.points[-1].samples or [])
+    # the newest point is always given, its samples thinned; the older one waits for the next page
+    page = detailed_points(conn, header.series_id, header.case_id, "q", samples_per_point=3, sample_budget=4)
+    assert [p.run_id for p in page.points] == [head] and page.next_offset == 1
+    assert len(page.points[0].samples or []) == 3 and page.points[0].sample_count == stored
+    rest = detailed_points(conn, header.series_id, header.case_id, "q", skip=1, sample_budget=4)
+    assert [p.run_id for p in rest.points] == [base] and rest.next_offset is None
+    bare = detailed_points(conn, header.series_id, header.case_id, "q", with_samples=False, last=1)
+    assert bare.points[0].samples is None and bare.points[0].sample_count is None and bare.next_offset == 1
+
+
+def test_thinned_samples_keep_the_ends_evenly_spaced() -> None:
+    assert thinned(list(range(10)), 20) == list(range(10))
+    assert thinned(list(range(101)), 5) == [0, 25, 50, 75, 100]
+    assert thinned(list(range(10)), 1) == [0] and thinned(list(range(10)), 0) == []
 
 
 def test_the_alerts_page_reads_the_apis_alerts(in_process_app, uploaded, conn: Connection) -> None:

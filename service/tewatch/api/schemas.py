@@ -193,7 +193,10 @@ class SeriesPoint(BaseModel):
     run_id: int
     status: str
     value: float | None
-    samples: list[float] | None = None
+    samples: list[float] | None = Field(
+        None, description="the stored samples, thinned evenly to `samples_per_point` where there are more"
+    )
+    sample_count: int | None = Field(None, description="how many samples are stored (None: not read)")
     q_25: float | None
     q_75: float | None
     ci_99_a: float | None
@@ -223,6 +226,9 @@ class SeriesAnswer(CaseFields):
     type: str
     higher_is_better: bool
     total_points: int
+    next_offset: int | None = Field(
+        None, description="`offset` of the next, older page; None when no older point is left"
+    )
     points: list[SeriesPoint]
 
 

@@ -176,6 +176,19 @@ class ApiClient(Closing):
     def series(self, series_id: int, params: Mapping[str, Any]) -> dict[str, Any]:
         return self.get(f"{API}/series/{int(series_id)}", params)
 
+    def series_points(self, series_id: int, params: Mapping[str, Any], most: int) -> dict[str, Any]:
+        """The series with its newest `most` points, oldest first, read page by page: a page ends early
+        where its samples would pass the service's budget, and names the next (`next_offset`)."""
+        answer = self.series(series_id, {**params, "limit": most})
+        pages = [answer["points"]]
+        read = len(answer["points"])
+        while answer.get("next_offset") is not None and read < most:
+            answer = self.series(series_id, {**params, "offset": answer["next_offset"], "limit": most - read})
+            pages.append(answer["points"])
+            read += len(answer["points"])
+        answer["points"] = [point for page in reversed(pages) for point in page]
+        return answer
+
     def latest_verdicts(self, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         return self.get(f"{API}/verdicts/latest", params)
 

@@ -148,7 +148,7 @@ class Client(Closing):
         return frames.frame(rows, frames.SAMPLES)
 
     def _series_samples(self, series_id: int, branch: str | None) -> Iterable[dict[str, Any]]:
-        answer = self._http.series(series_id, {"branch": branch, "limit": SERIES_POINTS})
+        answer = self._http.series_points(series_id, {"branch": branch}, SERIES_POINTS)
         labels = {
             **_case_labels(answer),
             "series_id": series_id,

@@ -28,7 +28,7 @@ from tewatch.store.models import (
     Verdict,
 )
 from tewatch.store.run_reads import RunRow, run_filters, run_row, run_rows
-from tewatch.store.series_reads import detailed_points
+from tewatch.store.series_reads import MAX_SAMPLES_PER_POINT, detailed_points
 
 CASE_COLUMNS = (
     Case.case_name,
@@ -248,12 +248,15 @@ def get_series(
     branch: str | None = None,
     pr: int | None = None,
     limit: int = 1000,
+    offset: int = 0,
     max_points: int | None = None,
     with_samples: bool = True,
+    samples_per_point: int = MAX_SAMPLES_PER_POINT,
 ) -> dict[str, Any] | None:
-    """The series and its newest `limit` points in commit order, as the pages read them
-    (series_reads.detailed_points): its history outside pull requests, `branch`'s runs, or pull request
-    `pr`'s."""
+    """The series and a page of its points in commit order, as the pages read them
+    (series_reads.detailed_points: the newest `limit` after the newest `offset`, fewer where their samples
+    would pass the answer's budget; `next_offset` continues): its history outside pull requests,
+    `branch`'s runs, or pull request `pr`'s."""
     header = conn.execute(
         select(
             Series.id,
@@ -272,11 +275,20 @@ def get_series(
     if header is None:
         return None
     series = dict(header._mapping)
-    found = detailed_points(
-        conn, series_id, series["case_id"], branch, last=limit, with_samples=with_samples, pr=pr
+    page = detailed_points(
+        conn,
+        series_id,
+        series["case_id"],
+        branch,
+        last=limit,
+        with_samples=with_samples,
+        pr=pr,
+        skip=offset,
+        samples_per_point=samples_per_point,
     )
-    points = [dict(vars(p)) for p in found]  # asdict would copy every list of samples
+    points = [dict(vars(p)) for p in page.points]  # asdict would copy every list of samples
     series["total_points"] = len(points)
+    series["next_offset"] = page.next_offset
     series["points"] = downsample(points, max_points) if max_points else points
     return series
 

@@ -120,7 +120,8 @@ class SeriesPoint:
 @dataclass(frozen=True)
 class DetailedPoint:
     """A point as the API answers it: the result's asv figures, its run, commit, machine and TE version,
-    the verdict and the verdict's own GPU state; `samples` None where not read or none were stored."""
+    the verdict and the verdict's own GPU state; `samples` None where not read or none were stored,
+    thinned evenly where more were stored than a point carries."""
 
     run_id: int
     status: str
@@ -144,6 +145,12 @@ class DetailedPoint:
     verdict: str | None
     gpu_state: dict
     samples: list[float] | None
+    sample_count: int | None  # samples stored, where read: more than `samples` holds where thinned
+
+
+MAX_SAMPLES_PER_POINT = 10_000  # one result may store millions; a point carries this many at most
+SAMPLES_PER_ANSWER = 500_000  # a page of points ends before its samples pass this
+PAGE_CHUNK = 500  # runs read per query while a page fills
 
 
 def runs_clause(branch: str | None, pr: int | None) -> ColumnElement[bool]:
@@ -226,9 +233,9 @@ def _in_commit_order(
     return conn.execute(statement)
 
 
-def _tail(conn: Connection, chosen: Sequence[ColumnElement[bool]], last: int) -> list[int]:
-    """The run ids of the newest `last` results, from the (series, run) index: sorting whole rows would
-    read every one."""
+def _tail(conn: Connection, chosen: Sequence[ColumnElement[bool]], last: int, skip: int = 0) -> list[int]:
+    """The run ids of the newest `last` results after the newest `skip`, newest first, from the
+    (series, run) index: sorting whole rows would read every one."""
     newest = (
         select(Result.run_id)
         .join(Run, Run.id == Result.run_id)
@@ -236,6 +243,7 @@ def _tail(conn: Connection, chosen: Sequence[ColumnElement[bool]], last: int) ->
         .where(*chosen)
         .order_by(*newest_commit_first(Result.run_id))
         .limit(last)
+        .offset(skip)
     )
     return list(conn.scalars(newest))
 
@@ -247,11 +255,12 @@ def series_points(
     last: int | None = None,
     with_samples: bool = True,
     pr: int | None = None,
+    samples_per_point: int = MAX_SAMPLES_PER_POINT,
 ) -> list[SeriesPoint]:
     """The series along the commit axis, oldest first; `last` keeps the tail. With `pr`, the pull
     request's runs instead of the branch filter's. Without samples (a chart drawn in buckets), the points
     carry no GPU state either: buckets draw neither, and on a long history decoding them is most of the
-    time."""
+    time. With them, each point keeps `samples_per_point` of its samples at most (thinned)."""
     if with_samples:
         statement = _points_of(header.case_id, *_CHART, *_CHART_EXTRAS)
         verdicts = None
@@ -266,7 +275,7 @@ def series_points(
             gpu_state: dict = {}
             if verdicts is None:
                 verdict, exception_class, stored_samples, run_gpu, verdict_gpu = row[_EXTRAS:]
-                samples = _numbers(stored_samples) or []
+                samples = thinned(_numbers(stored_samples) or [], samples_per_point)
                 gpu_state = {**(run_gpu or {}), **(verdict_gpu or {})}
             else:
                 verdict, exception_class = verdicts.get(run_id, NO_VERDICT)
@@ -290,16 +299,30 @@ def series_points(
     return points
 
 
+@dataclass(frozen=True)
+class PointPage:
+    """Newest points first chosen, given oldest first; `next_offset` skips them, None when no older point
+    is left."""
+
+    points: list[DetailedPoint]
+    next_offset: int | None
+
+
 def detailed_points(
     conn: Connection,
     series_id: int,
     case_id: int,
     branch: str | None = "",
-    last: int | None = None,
+    last: int = 1000,
     with_samples: bool = True,
     pr: int | None = None,
-) -> list[DetailedPoint]:
-    """The points series_points reads, in its order, with what the API answers of each."""
+    skip: int = 0,
+    samples_per_point: int = MAX_SAMPLES_PER_POINT,
+    sample_budget: int = SAMPLES_PER_ANSWER,
+) -> PointPage:
+    """The points series_points reads, in its order, with what the API answers of each: the newest `last`
+    after the newest `skip`, fewer where their samples (each point's thinned to `samples_per_point`) would
+    pass `sample_budget`; the newest point is always given."""
     statement = (
         _points_of(case_id, *DETAIL_COLUMNS)
         .join(Machine, Machine.id == Run.machine_id)
@@ -307,13 +330,39 @@ def detailed_points(
     )
     if with_samples:
         statement = statement.add_columns(Result.samples)
-    points = []
+    chosen = (Result.series_id == series_id, runs_clause(branch, pr))
+    statement = statement.where(*chosen).order_by(*newest_commit_first(Result.run_id))
+    run_ids = _tail(conn, chosen, last + 1, skip)
+    older_left = len(run_ids) > last
+    points: list[DetailedPoint] = []
+    drawn = 0
     with collector_paused():
-        for row in _in_commit_order(conn, statement, series_id, branch, pr, last):
-            *facts, gpu_state = row[:_SAMPLES]
-            samples = _numbers(row[_SAMPLES]) if with_samples else None
-            points.append(row_of(DetailedPoint, (*facts, gpu_state or {}, samples)))
-    return points
+        for start in range(0, min(len(run_ids), last), PAGE_CHUNK):
+            chunk = run_ids[start : min(start + PAGE_CHUNK, last)]
+            for row in conn.execute(statement.where(in_key_list(conn, Result.run_id, chunk, "page"))):
+                *facts, gpu_state = row[:_SAMPLES]
+                stored = _numbers(row[_SAMPLES]) if with_samples else None
+                samples = None if stored is None else thinned(stored, samples_per_point)
+                if points and drawn + len(samples or ()) > sample_budget:
+                    return PointPage(points[::-1], skip + len(points))
+                drawn += len(samples or ())
+                points.append(
+                    row_of(
+                        DetailedPoint,
+                        (*facts, gpu_state or {}, samples, None if stored is None else len(stored)),
+                    )
+                )
+    return PointPage(points[::-1], skip + len(points) if older_left else None)
+
+
+def thinned(samples: list[float], most: int) -> list[float]:
+    """At most `most` of `samples`, evenly spaced in their order, the first and last kept."""
+    if len(samples) <= most:
+        return samples
+    if most < 2:
+        return samples[:most]
+    step = (len(samples) - 1) / (most - 1)
+    return [samples[round(i * step)] for i in range(most)]
 
 
 def _numbers(stored: Any) -> list[float] | None:
