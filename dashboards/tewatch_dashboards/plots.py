@@ -13,7 +13,11 @@ from matplotlib.figure import Figure
 from tewatch_dashboards.render_cache import RenderCache
 from tewatch_dashboards.series_chart import ChartData
 
-matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "tewatch", "font.size": 9})
+# text.parse_math off: every label is plain text, so a `$` in an uploaded version or name is drawn as
+# written instead of reaching mathtext (whose parse errors would fail the whole figure)
+matplotlib.rcParams.update(
+    {"svg.fonttype": "none", "svg.hashsalt": "tewatch", "font.size": 9, "text.parse_math": False}
+)
 
 COLOURS = {
     "sample": "#7aa6d8",
@@ -234,6 +238,8 @@ def draw_series(
     h = chart.header
     ax.set_title(f"{h.benchmark} · {h.gpu_model}", loc="left", fontsize=10, fontweight="bold")
     ax.set_xlabel("commit (oldest → newest)")
+    # a series with nothing above zero to draw (no timing yet, or failures alone) has no log axis
+    log_scale = log_scale and any(v > 0 for v in values)
     ax.set_ylabel(f"{unit_label} (log scale)" if log_scale else unit_label)
     if log_scale:
         ax.set_yscale("log")
