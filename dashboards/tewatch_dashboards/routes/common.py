@@ -21,6 +21,7 @@ from tewatch_dashboards.views.filters import Filters
 
 _cache_lock = threading.Lock()
 DEFAULT_CACHE_ENTRIES = 64
+DEFAULT_CACHE_MB = 64
 
 
 def render(
@@ -43,23 +44,47 @@ def content_cache(request: Request) -> RenderCache:
         if not hasattr(state, "dashboard_cache"):
             settings = getattr(state, "settings", None)
             state.dashboard_cache = RenderCache(
-                getattr(settings, "dashboard_cache_entries", DEFAULT_CACHE_ENTRIES)
+                getattr(settings, "dashboard_cache_entries", DEFAULT_CACHE_ENTRIES),
+                getattr(settings, "dashboard_cache_mb", DEFAULT_CACHE_MB) * 2**20,
             )
         return state.dashboard_cache
 
 
 def cached_content(
-    request: Request, conn: Connection, template: str, build: Callable[[], dict[str, Any]]
+    request: Request,
+    conn: Connection,
+    template: str,
+    params: dict[str, str],
+    build: Callable[[], dict[str, Any]],
+    *,
+    cacheable: bool = True,
 ) -> Markup:
-    """`template` rendered with what `build()` reads, reused while the store's state and the query stay the
-    same: the pages that read every case cost one small query between uploads."""
-    key = (template, tuple(sorted(request.query_params.multi_items())), store_state(conn))
-    params = dict(request.query_params)
-    return Markup(
-        content_cache(request).get_or_render(
-            key, lambda: templates.get_template(template).render(params=params, **build())
-        )
-    )
+    """`template` rendered with what `build()` reads and the page's parsed `params` (its links carry
+    those alone), reused while the store's state and the parsed parameters stay the same: the pages that
+    read every case cost one small query between uploads, and parameters the page does not know make no
+    new entry. A page that is not `cacheable` (one whose size has no bound) is rendered every time."""
+
+    def rendered() -> str:
+        return templates.get_template(template).render(params=params, **build())
+
+    if not cacheable:
+        return Markup(rendered())
+    key = (template, tuple(sorted(params.items())), store_state(conn))
+    return Markup(content_cache(request).get_or_render(key, rendered))
+
+
+def filter_params(filters: Filters, **more: object) -> dict[str, str]:
+    """The query parameters that say `filters` (and `more`), the empty ones left out."""
+    spelled = {
+        "gpu": filters.gpu,
+        "recipe": filters.recipe,
+        "backend": filters.backend,
+        "branch": filters.branch,
+        "q": filters.q,
+        "world_size": "" if filters.world_size is None else str(filters.world_size),
+        **{name: "" if value is None else str(value) for name, value in more.items()},
+    }
+    return {name: value for name, value in spelled.items() if value}
 
 
 def error_page(request: Request, status_code: int, message: str) -> HTMLResponse:

@@ -8,7 +8,14 @@ from fastapi.responses import HTMLResponse
 from tewatch.store.filter_options import filter_options
 from tewatch.web.deps import ReadConnection
 from tewatch_dashboards.matrix_cells import check_cells, grid_cells
-from tewatch_dashboards.routes.common import BadFilter, cached_content, error_page, parse_filters, render
+from tewatch_dashboards.routes.common import (
+    BadFilter,
+    cached_content,
+    error_page,
+    filter_params,
+    parse_filters,
+    render,
+)
 from tewatch_dashboards.security import SecureHeadersRoute
 from tewatch_dashboards.site import site_facts
 from tewatch_dashboards.views.matrix import MATRIX_RANKS, matrix_grids
@@ -57,7 +64,7 @@ def matrix(
             "has_grid": site_facts(request).has_grid,
         }
 
-    content = cached_content(request, conn, "matrix.html", build)
+    content = cached_content(request, conn, "matrix.html", filter_params(filters), build)
     return render(
         request, "page.html", nav="matrix", title="Compile vs eager", content=content, main_class="wide"
     )

@@ -15,6 +15,7 @@ from tewatch_dashboards.routes.common import (
     BadFilter,
     cached_content,
     error_page,
+    filter_params,
     parse_filters,
     render,
     whole_number,
@@ -69,5 +70,7 @@ def overview(
             "group_names": GROUP_NAMES,
         }
 
-    content = cached_content(request, conn, "overview.html", build)
+    # every case at once has no bound on its size: rendered each time, never kept
+    params = filter_params(filters, **({"all": "1"} if all else {"page": str(number) if number > 1 else ""}))
+    content = cached_content(request, conn, "overview.html", params, build, cacheable=not all)
     return render(request, "page.html", nav="overview", title="Overview", content=content)

@@ -39,6 +39,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.metrics = ServiceMetrics()
+    app.state.metrics.watch_page_cache(lambda: getattr(app.state, "dashboard_cache", None))
     app.add_middleware(RefuseNul)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     install_error_handlers(app)

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+
+class HeldRenderings(Protocol):
+    held_bytes: int
+
+    def __len__(self) -> int: ...
 
 
 class ServiceMetrics:
@@ -28,6 +36,24 @@ class ServiceMetrics:
         )
         self.ingest_seconds = Histogram(
             "tewatch_ingest_seconds", "Time to parse and store one upload", registry=self.registry
+        )
+
+    def watch_page_cache(self, cache: Callable[[], HeldRenderings | None]) -> None:
+        """Gauges of the rendered page contents `cache()` keeps (None until a page made it)."""
+
+        def held_bytes() -> float:
+            held = cache()
+            return 0 if held is None else held.held_bytes
+
+        def entries() -> float:
+            held = cache()
+            return 0 if held is None else len(held)
+
+        Gauge(
+            "tewatch_page_cache_bytes", "Memory held by kept page renderings", registry=self.registry
+        ).set_function(held_bytes)
+        Gauge("tewatch_page_cache_entries", "Page renderings kept", registry=self.registry).set_function(
+            entries
         )
 
 

@@ -29,6 +29,7 @@ class Settings(BaseSettings):
     read_token_required: bool = False
     project_name: str = ""  # named beside the dashboard's brand; else what the store holds
     dashboard_cache_entries: int = 64  # rendered overview/matrix contents kept per store state; 0: none
+    dashboard_cache_mb: int = Field(64, ge=0)  # and the memory they may hold in all
     lock_wait_seconds: float = Field(30.0, gt=0)  # a writer's wait for a lock before answering 503
     database_connections: int = Field(50, ge=2)  # the most the service opens; a wait for one is a lock wait
     request_head_seconds: float = Field(20.0, gt=0)  # a request's line and headers, else 408 and closed
