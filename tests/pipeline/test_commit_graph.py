@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from sqlalchemy.orm import Session
 
 from tests.detect.store_history import START, StoreHistory
-from tewatch.ingest.commit_graph import graph_order, store_graph
+from tewatch.ingest.commit_graph import find_cycle, graph_order, store_graph
 from tewatch.ingest.errors import IngestError
 from tewatch.pipeline.history import branch_histories
 from tewatch.store import queries
@@ -39,3 +41,21 @@ def test_parents_must_come_first():
         graph_order([("bb", 0, ["aa"]), ("aa", 0, [])], {})
     places = graph_order([("aa", 100, []), ("bb", 50, ["aa"])], {})
     assert places["bb"] > places["aa"]
+
+
+def test_find_cycle_names_the_commits_of_a_cycle_and_nothing_else():
+    assert find_cycle({"c": ["b"], "b": ["a"], "a": []}) == []
+    assert find_cycle({"m": ["a", "b"], "a": ["r"], "b": ["r"], "r": []}) == []  # a merge is no cycle
+    cycle = find_cycle({"x": ["a"], "a": ["b"], "b": ["c"], "c": ["a"]})
+    assert cycle[0] == cycle[-1] and set(cycle) == {"a", "b", "c"}
+    assert find_cycle({"s": ["s"]}) == ["s", "s"]
+
+
+def test_stored_commits_keep_their_upload_dates_under_the_graph():
+    places = graph_order(
+        [("aa", 0, []), ("bb", 4_000_000_000, ["aa"])],
+        {},
+        {"aa": datetime(2026, 1, 2, tzinfo=UTC)},
+    )
+    assert places["aa"] == datetime(2026, 1, 2, tzinfo=UTC)
+    assert places["bb"] == datetime.fromtimestamp(4_000_000_000, UTC)

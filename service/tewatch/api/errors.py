@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import parse_qsl
 
 import orjson
@@ -14,6 +16,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
@@ -27,6 +30,8 @@ BUSY_RETRY_AFTER_SECONDS = 5
 UNAVAILABLE_RETRY_AFTER_SECONDS = 10
 
 log = logging.getLogger(__name__)
+ERRORS_SHOWN = 20  # a 422 lists this many of a request's errors, then how many more there were
+TOO_MANY = "too_many_errors"
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -40,7 +45,7 @@ def install_error_handlers(app: FastAPI) -> None:
         (`"\\ud800"`), 1e999 or a 5,000-digit integer, on which FastAPI's own 422 failed (500)."""
         errors = [
             {**error, "input": _shown(error["input"])} if "input" in error else error
-            for error in exc.errors()
+            for error in capped(list(exc.errors()))
         ]
         return JSONResponse({"detail": _printable_json(jsonable_encoder(errors))}, status_code=422)
 
@@ -68,6 +73,26 @@ def install_error_handlers(app: FastAPI) -> None:
             )
             return unavailable_answer(reason)
         raise exc
+
+
+def capped(errors: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first ERRORS_SHOWN errors, and one saying how many more there were (unless already capped:
+    first_errors)."""
+    if len(errors) <= ERRORS_SHOWN or errors[-1].get("type") == TOO_MANY:
+        return list(errors)
+    return [*errors[:ERRORS_SHOWN], _more(len(errors) - ERRORS_SHOWN)]
+
+
+def first_errors(exc: ValidationError, prefix: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """A Pydantic error's first ERRORS_SHOWN errors (their locations under `prefix`) and a count of the
+    rest, for a RequestValidationError."""
+    errors = exc.errors(include_url=False)
+    shown = [{**error, "loc": (*prefix, *error["loc"])} for error in errors[:ERRORS_SHOWN]]
+    return [*shown, _more(len(errors) - ERRORS_SHOWN)] if len(errors) > ERRORS_SHOWN else shown
+
+
+def _more(count: int) -> dict[str, Any]:
+    return {"type": TOO_MANY, "loc": [], "msg": f"and {count:,} more errors"}
 
 
 def _shown(value):

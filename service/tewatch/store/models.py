@@ -122,6 +122,16 @@ class CommitGraph(Base):
     ordered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class CommitGraphMissingParent(Base):
+    """A parent a stored commit of the graph names that the graph did not hold when it was sent: a graph
+    that sends it later is checked for a cycle through it (ingest.commit_graph)."""
+
+    __tablename__ = "commit_graph_missing_parents"
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    parent: Mapped[str] = mapped_column(String(64), primary_key=True)
+    sha: Mapped[str] = mapped_column(String(64), primary_key=True)
+
+
 class Benchmark(Base):
     __tablename__ = "benchmarks"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

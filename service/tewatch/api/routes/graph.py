@@ -1,10 +1,14 @@
+import time
+from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, Field, StringConstraints, field_validator
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, Field, StringConstraints, ValidationError, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from tewatch.api.alert_schemas import StoredText
+from tewatch.api.errors import first_errors
 from tewatch.api.schemas import BUSY
 from tewatch.ingest.commit_graph import store_graph
 from tewatch.store.database import write_connection
@@ -12,6 +16,7 @@ from tewatch.web.deps import UploadScope, get_engine
 
 router = APIRouter(tags=["catalog"])
 
+CLOCK_SKEW_SECONDS = 3600  # how far past the service's clock a committer time may lie
 Sha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{4,64}$")]
 
 
@@ -26,9 +31,16 @@ class CommitGraphIn(BaseModel):
     @classmethod
     def _each_commit_once_after_its_parents(cls, commits: list) -> list:
         position = {}
-        for i, (sha, _, _) in enumerate(commits):
+        latest = time.time() + CLOCK_SKEW_SECONDS
+        for i, (sha, committed, _) in enumerate(commits):
             if sha in position:
                 raise ValueError(f"commit {sha} is listed twice")
+            if committed > latest:
+                shown = datetime.fromtimestamp(committed, UTC).isoformat()
+                raise ValueError(
+                    f"commit {sha} is dated {shown}, later than the service's clock allows (now plus "
+                    f"{CLOCK_SKEW_SECONDS // 60} minutes)"
+                )
             position[sha] = i
         for i, (sha, _, parents) in enumerate(commits):
             later = [p for p in parents if position.get(p, -1) >= i]
@@ -49,12 +61,27 @@ class CommitGraphOut(BaseModel):
     response_model=CommitGraphOut,
     dependencies=[UploadScope],
     responses=BUSY,
+    # the body is read and validated off the event loop (a graph lists up to 2,000,000 commits)
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": CommitGraphIn.model_json_schema()}},
+        }
+    },
 )
-async def post_commit_graph(request: Request, body: CommitGraphIn) -> CommitGraphOut:
-    """Order the repository's commits by this git graph instead of their dates (`tewatch commits`)."""
+async def post_commit_graph(request: Request) -> CommitGraphOut:
+    """Order the repository's commits by this git graph instead of their dates (`tewatch commits`).
+    Refused (422, nothing stored): a committer time more than an hour past the service's clock, a commit
+    sent again with other parents, or one that closes a cycle with commits sent before."""
+    body = await request.body()
 
-    def store() -> int:
+    def store() -> tuple[int, int]:
+        try:
+            graph = CommitGraphIn.model_validate_json(body)
+        except ValidationError as exc:
+            raise RequestValidationError(first_errors(exc, ("body",))) from None
         with write_connection(get_engine(request)) as conn:
-            return store_graph(conn, body.repo, body.commits)
+            return len(graph.commits), store_graph(conn, graph.repo, graph.commits)
 
-    return CommitGraphOut(commits=len(body.commits), placed=await run_in_threadpool(store))
+    placed = await run_in_threadpool(store)
+    return CommitGraphOut(commits=placed[0], placed=placed[1])
