@@ -40,8 +40,10 @@ from tewatch.store.run_reads import (
 )
 from tewatch.store.series_reads import (
     DETAIL_COLUMNS,
+    EXACT_BELOW,
     DetailedPoint,
     detailed_points,
+    sample_view,
     series_header,
     series_points,
     series_version,
@@ -375,3 +377,16 @@ def test_the_api_and_the_pages_give_a_series_the_same_points_in_commit_order(his
                     assert [p.run_id for p in buckets] == [p.run_id for p in pages], name
     finally:
         engine.dispose()
+
+
+def test_a_long_stored_list_is_read_where_it_lies() -> None:
+    values = [1e-4 + (i % 977) * 1e-8 for i in range(200_000)]
+    text = json.dumps(values)
+    assert len(text) > EXACT_BELOW
+    picked, count = sample_view(text, 32)
+    assert count == len(values) and len(picked or []) == 32
+    assert picked and picked[0] == values[0] and picked[-1] == values[-1] and set(picked) <= set(values)
+    short = json.dumps(values[:1000])
+    assert sample_view(short, 10) == (thinned(values[:1000], 10), 1000)
+    assert sample_view(None, 10) == (None, None) and sample_view("null", 10) == (None, None)
+    assert sample_view(json.dumps([1.5, None, 2.5]), 10) == ([1.5, 2.5], 2)

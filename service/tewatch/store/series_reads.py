@@ -17,7 +17,9 @@ from sqlalchemy import (
     CursorResult,
     Select,
     String,
+    Text,
     and_,
+    cast,
     func,
     select,
     type_coerce,
@@ -172,10 +174,12 @@ _CHART = (  # a chart's point; the results' part is in the (series, run) index
     Run.environment_id,
     Run.machine_id,
 )
+# the samples as their stored JSON text: a long list is read where it lies (sample_view), not decoded
+STORED_SAMPLES = cast(Result.samples, Text).label("samples")
 _CHART_EXTRAS = (  # and where drawn in detail
     _VERDICT,
     Verdict.exception_class,
-    Result.samples,
+    STORED_SAMPLES,
     Run.gpu_state,
     Verdict.gpu_state.label("verdict_gpu_state"),
 )
@@ -275,7 +279,7 @@ def series_points(
             gpu_state: dict = {}
             if verdicts is None:
                 verdict, exception_class, stored_samples, run_gpu, verdict_gpu = row[_EXTRAS:]
-                samples = thinned(_numbers(stored_samples) or [], samples_per_point)
+                samples = sample_view(stored_samples, samples_per_point)[0] or []
                 gpu_state = {**(run_gpu or {}), **(verdict_gpu or {})}
             else:
                 verdict, exception_class = verdicts.get(run_id, NO_VERDICT)
@@ -329,7 +333,7 @@ def detailed_points(
         .join(Environment, Environment.id == Run.environment_id)
     )
     if with_samples:
-        statement = statement.add_columns(Result.samples)
+        statement = statement.add_columns(STORED_SAMPLES)
     chosen = (Result.series_id == series_id, runs_clause(branch, pr))
     statement = statement.where(*chosen).order_by(*newest_commit_first(Result.run_id))
     run_ids = _tail(conn, chosen, last + 1, skip)
@@ -341,18 +345,46 @@ def detailed_points(
             chunk = run_ids[start : min(start + PAGE_CHUNK, last)]
             for row in conn.execute(statement.where(in_key_list(conn, Result.run_id, chunk, "page"))):
                 *facts, gpu_state = row[:_SAMPLES]
-                stored = _numbers(row[_SAMPLES]) if with_samples else None
-                samples = None if stored is None else thinned(stored, samples_per_point)
+                samples, count = (
+                    sample_view(row[_SAMPLES], samples_per_point) if with_samples else (None, None)
+                )
                 if points and drawn + len(samples or ()) > sample_budget:
                     return PointPage(points[::-1], skip + len(points))
                 drawn += len(samples or ())
                 points.append(
                     row_of(
                         DetailedPoint,
-                        (*facts, gpu_state or {}, samples, None if stored is None else len(stored)),
+                        (*facts, gpu_state or {}, samples, count),
                     )
                 )
     return PointPage(points[::-1], skip + len(points) if older_left else None)
+
+
+EXACT_BELOW = 1 << 16  # characters of stored samples decoded whole; a longer list is read where it lies
+
+
+def sample_view(stored: str | None, most: int) -> tuple[list[float] | None, int | None]:
+    """At most `most` of the samples stored as this JSON text, evenly spaced, and how many there are;
+    (None, None) where none were stored. A list longer than EXACT_BELOW characters is not decoded: its
+    entries are counted by their commas and `most` of them parsed where they lie, evenly spaced by
+    position in the text, so a result of millions of samples costs a scan of its text, not a decode."""
+    if stored is None:
+        return None, None
+    count = stored.count(",") + 1
+    if len(stored) < EXACT_BELOW or count <= most:
+        numbers = _numbers(stored)
+        return (None, None) if numbers is None else (thinned(numbers, most), len(numbers))
+    picked = []
+    last = len(stored) - 1
+    for i in range(most):
+        at = 1 + (last - 1) * i // max(most - 1, 1)
+        end = stored.find(",", at)
+        token = stored[stored.rfind(",", 0, at) + 1 : end if end >= 0 else last + 1].strip(" []\n\t\r")
+        try:
+            picked.append(float(token))
+        except ValueError:
+            continue  # not a number: left out, as _numbers leaves it
+    return picked, count
 
 
 def thinned(samples: list[float], most: int) -> list[float]:

@@ -83,5 +83,5 @@ async def post_commit_graph(request: Request) -> CommitGraphOut:
         with write_connection(get_engine(request)) as conn:
             return len(graph.commits), store_graph(conn, graph.repo, graph.commits)
 
-    placed = await run_in_threadpool(store)
-    return CommitGraphOut(commits=placed[0], placed=placed[1])
+    commits, placed = await run_in_threadpool(store)
+    return CommitGraphOut(commits=commits, placed=placed)
