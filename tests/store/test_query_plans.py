@@ -81,9 +81,10 @@ def _first_series(conn: Connection) -> series_reads.SeriesHeader:
 # every way a series' points are read (series_reads), with whether it reads a tail
 SERIES_READS: dict[str, tuple[Callable[[Connection, series_reads.SeriesHeader], object], bool]] = {
     "the API's answer": (lambda conn, h: queries.get_series(conn, h.series_id), True),
+    # the store holds no pull request: the tail is empty, and no row is looked up after it
     "the API's answer of a pull request, without samples": (
         lambda conn, h: queries.get_series(conn, h.series_id, pr=1, with_samples=False),
-        True,
+        False,
     ),
     "a chart's tail": (lambda conn, h: series_reads.series_points(conn, h, "main", last=30), True),
     "a chart's whole history": (lambda conn, h: series_reads.series_points(conn, h), False),
