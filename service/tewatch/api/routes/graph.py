@@ -9,13 +9,29 @@ from starlette.concurrency import run_in_threadpool
 
 from tewatch.api.alert_schemas import StoredText
 from tewatch.api.errors import first_errors
-from tewatch.api.schemas import BUSY
+from tewatch.api.schemas import BUSY, Responses
 from tewatch.ingest.commit_graph import store_graph
 from tewatch.store.database import write_connection
 from tewatch.web.deps import UploadScope, get_engine
 
 router = APIRouter(tags=["catalog"])
 
+REFUSED: Responses = {
+    422: {
+        "description": "not a graph (its first 20 errors and a count of the rest), or one that contradicts the "
+        "stored graph",
+        "content": {
+            "application/json": {
+                "schema": {
+                    "anyOf": [
+                        {"$ref": "#/components/schemas/HTTPValidationError"},
+                        {"$ref": "#/components/schemas/ErrorAnswer"},
+                    ]
+                }
+            }
+        },
+    }
+}
 CLOCK_SKEW_SECONDS = 3600  # how far past the service's clock a committer time may lie
 Sha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{4,64}$")]
 
@@ -60,7 +76,7 @@ class CommitGraphOut(BaseModel):
     "/api/v1/commits/graph",
     response_model=CommitGraphOut,
     dependencies=[UploadScope],
-    responses=BUSY,
+    responses={**BUSY, **REFUSED},
     # the body is read and validated off the event loop (a graph lists up to 2,000,000 commits)
     openapi_extra={
         "requestBody": {
