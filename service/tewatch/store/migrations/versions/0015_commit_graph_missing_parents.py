@@ -1,8 +1,8 @@
 """the parents a stored commit of the git graph names that the graph did not hold yet
 (commit_graph_missing_parents): where a later graph that sends one could close a cycle
 
-Revision ID: 0013_graph_missing_parents
-Revises: 0012_case_machine
+Revision ID: 0015_graph_missing_parents
+Revises: 0014_webhook_redeliveries
 Create Date: 2026-12-03 09:00:00.000000
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0013_graph_missing_parents"
-down_revision: str | None = "0012_case_machine"
+revision: str = "0015_graph_missing_parents"
+down_revision: str | None = "0014_webhook_redeliveries"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
