@@ -23,6 +23,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from tests.alerts.receiver import Receiver
+from tests.conftest import start_server, stop_server
 from tests.uploads import parts_of, post_run, tiny_run
 from tewatch.alerts.markdown_text import ZERO_WIDTH_SPACE
 
@@ -292,10 +293,18 @@ HOSTILE_MESSAGE = (
 )
 
 
-def test_the_pull_request_report_mentions_references_and_links_nothing(live_server):
+@pytest.fixture
+def loopback_server(db_url, tmp_path):
+    """A real `tewatch serve` on a fresh store that may send webhooks to a loopback receiver."""
+    server = start_server(db_url, tmp_path / "serve.log", env={"TEWATCH_WEBHOOK_ALLOW_LOOPBACK": "true"})
+    yield server
+    stop_server(server)
+
+
+def test_the_pull_request_report_mentions_references_and_links_nothing(loopback_server):
     gpu = "@gpu-team H200 #7"
     compile_eager = f"ops.Compile:{json.dumps({'mode': 'eager'})}"
-    with Receiver("r" * 32) as receiver, live_server.client() as client:
+    with Receiver("r" * 32) as receiver, loopback_server.client() as client:
         subscribed = client.post(
             "/api/v1/webhooks",
             json={"url": receiver.url, "secret": "r" * 32, "event_types": ["pr.report"]},
