@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "detect",
     "webhooks",
     "campaign",
+    "bisect",
 ]
 
 for _name in COMMAND_MODULES:
