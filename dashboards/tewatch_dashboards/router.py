@@ -8,6 +8,7 @@ from fastapi import APIRouter, FastAPI
 from tewatch_dashboards.routes import (
     alerts,
     api_docs,
+    bisections,
     cases,
     matrix,
     overview,
@@ -28,5 +29,5 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
 
 
 router = APIRouter(include_in_schema=False, lifespan=lifespan)
-for _module in (overview, matrix, releases, cases, series, runs, pr, alerts, static, api_docs):
+for _module in (overview, matrix, releases, cases, series, runs, pr, alerts, bisections, static, api_docs):
     router.include_router(_module.router)

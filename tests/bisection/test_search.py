@@ -36,7 +36,7 @@ def test_every_first_bad_commit_is_found_within_log2_steps(first_bad: int) -> No
 
 
 def test_a_skip_beside_the_answer_leaves_the_smallest_range() -> None:
-    measured, found = bisect(COMMITS, first_bad=9, skipped={8})
+    _, found = bisect(COMMITS, first_bad=9, skipped={8})
     assert found.culprit is None
     assert found.candidates == ("c08", "c09")
     assert (found.last_good, found.first_bad) == ("c07", "c09")

@@ -70,6 +70,7 @@ class Bisector:
     work: Path  # the steps' results folders
     budget_s: float | None = None  # measuring time, over every invocation
     upload: Upload | None = None
+    saved: Callable[[State], None] | None = None  # told the state after every write (the service)
     say: Callable[[str], None] = lambda text: None
 
     def __post_init__(self) -> None:
@@ -105,6 +106,8 @@ class Bisector:
 
     def _save(self) -> None:
         self.state.save(self.state_path)
+        if self.saved is not None:
+            self.saved(self.state)
 
     def _out_of_time(self) -> bool:
         if self.budget_s is None:
@@ -121,7 +124,8 @@ class Bisector:
         return True
 
     def _environment(self, commit: str) -> Environment:
-        self.say(f"environment for {commit[:12]}")
+        if self.maker.cached(commit) is None:
+            self.say(f"making the environment of {commit[:12]}")
         return self.maker.make(commit)
 
     def _endpoint_environment(self, commit: str, which: str) -> Environment:

@@ -8,13 +8,13 @@ from typing import Annotated
 
 import typer
 
-from tewatch.bisect.environments import TE_PACKAGE, TE_SMOKE, EnvironmentMaker
+from tewatch.bisect.environments import TE_BINARIES, TE_PACKAGE, TE_SMOKE, EnvironmentMaker
 from tewatch.bisect.gitrepo import Repository
 from tewatch.bisect.judges import JUDGES
 from tewatch.bisect.session import BisectError, Bisector, ask
 from tewatch.bisect.state import State, StateError, Step
 from tewatch.bisect.suite_runs import RunError, SuiteRun
-from tewatch.bisect.uploads import RunUploader, bisection_branch
+from tewatch.bisect.uploads import RunUploader, bisection_body, bisection_branch
 from tewatch.cli.app import app
 from tewatch.cli.options import fail
 from tewatch.client.api import ApiClient, ClientError
@@ -43,6 +43,9 @@ def bisect(
     ] = sys.executable,
     package: Annotated[str, typer.Option(help="the package's import name")] = TE_PACKAGE,
     package_path: Annotated[str | None, typer.Option(help="its folder in the repository")] = None,
+    binaries: Annotated[
+        str, typer.Option(help="comma-separated globs of the built files the overlay links from the base")
+    ] = ",".join(TE_BINARIES),
     smoke: Annotated[str, typer.Option(help="Python run in each environment before it is used")] = TE_SMOKE,
     build_command: Annotated[
         str | None,
@@ -61,6 +64,10 @@ def bisect(
         str | None, typer.Option(envvar="TEWATCH_URL", help="upload every step to this service")
     ] = None,
     token: Annotated[str | None, typer.Option(envvar="TEWATCH_TOKEN")] = None,
+    alert: Annotated[
+        int | None, typer.Option(help="the alert this bisection answers (linked on the service)")
+    ] = None,
+    change_point: Annotated[int | None, typer.Option(help="the change point it answers")] = None,
     github: Annotated[
         str, typer.Option(help="owner/name of the repository on GitHub")
     ] = "NVIDIA/TransformerEngine",
@@ -90,6 +97,7 @@ def bisect(
         base_python=base_python,
         package=package,
         package_path=package_path,
+        binaries=tuple(b for b in binaries.split(",") if b),
         smoke=smoke,
         build_command=build_command,
     )
@@ -103,6 +111,11 @@ def bisect(
     def upload(_: State, step: Step, results_file: Path) -> int | None:
         return uploader.upload(results_file) if uploader else None
 
+    def report(now: State) -> None:
+        if client:
+            stored = client.put_bisection(bisection_body(now, repository, github, alert, change_point))
+            now.bisection_id = stored["id"]
+
     try:
         bisector = Bisector.open(
             question,
@@ -113,6 +126,7 @@ def bisect(
             work=work / "runs",
             budget_s=max_minutes * 60 if max_minutes is not None else None,
             upload=upload if uploader else None,
+            saved=report if client else None,
             say=lambda text: typer.echo(f"bisect: {text}", err=True),
         )
         typer.echo(
@@ -127,6 +141,8 @@ def bisect(
             client.close()
     measured = sum(1 for s in result.steps if s.results)
     typer.echo(f"state: {state_path} ({measured} commits measured, {result.spent_s:.0f} s)")
+    if result.bisection_id is not None and url:
+        typer.echo(f"{url.rstrip('/')}/bisections/{result.bisection_id}")
     if result.status != "finished":
         raise fail(result.message, code=2 if result.status == "no_difference" else 3)
     found = bisector.finding()
