@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,7 +12,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tewatch.alerts.events import EventType, emit
-from tewatch.store.alert_models import Alert, Detection
+from tewatch.store.alert_models import Alert, AlertKind, Detection
+from tewatch.store.bisect_endpoints import Endpoints
 from tewatch.store.bisection_models import Bisection, BisectionStep
 
 GITHUB = "https://github.com"
@@ -126,3 +129,13 @@ def finished_line(bisection: Bisection, public_url: str) -> str:
             f"{bisection.culprit_subject} ([steps]({link}))"
         )
     return f"Bisection: the first bad commit is one of {len(bisection.candidates)} commits ([steps]({link}))"
+
+
+def bisect_command(alert: Alert, endpoints: Endpoints, public_url: str) -> str:
+    """The `tewatch bisect` command that answers an alert, for a TE checkout at ./TransformerEngine."""
+    judge = "correctness" if alert.kind is AlertKind.correctness else "performance"
+    bench = shlex.quote(f"^{re.escape(endpoints.case)}\\.")
+    return (
+        f"tewatch bisect --repo ./TransformerEngine --good {endpoints.good} --bad {endpoints.bad} "
+        f"--bench {bench} --judge {judge} --alert {alert.id} --url {shlex.quote(public_url)}"
+    )
