@@ -134,3 +134,22 @@ def test_a_performance_step_is_found_in_log2_measured_commits(world) -> None:
     # the bad endpoint (A/B against the good one) and the steps; the good endpoint is every step's base
     commits = {line.split()[-1] for line in done.stderr.splitlines() if line.startswith("bisect: measuring")}
     assert len(commits - {shas[0][:12]}) <= math.ceil(math.log2(15)) + 1
+
+
+def test_a_backfill_uploads_every_strided_commit_oldest_first_and_skips_what_cannot_import(world) -> None:
+    root, shas, base, project, server = world
+    command = [
+        sys.executable, "-c", "from tewatch.cli import main; main()", "backfill",
+        "--from", shas[0], "--to", shas[16], "--stride", "6", "--branch", "history",
+        "--repo", str(root / "repo"), "--project", str(project), "--profile", "ci", "--machine", "tiny",
+        "--base-python", base, "--package", "tinypkg", "--binaries", "*.bin", "--smoke", "import tinypkg",
+        "--work", str(root / "backfill"), "--url", server.url, "--token", server.token, "--bench", "tiny.Answer",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr
+    assert f"{shas[BROKEN][:12]} skipped: import tinypkg failed: ImportError: broken" in done.stderr
+    with httpx.Client(base_url=server.url) as client:
+        runs = sorted(
+            client.get("/api/v1/runs", params={"branch": "history"}).json()["items"], key=lambda r: r["id"]
+        )
+    assert [run["commit_sha"] for run in runs] == [shas[0], shas[6], shas[16]]

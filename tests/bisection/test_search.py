@@ -75,3 +75,13 @@ def test_the_middle_is_measured_first_and_an_unfinished_bisection_has_no_finding
     assert finding(COMMITS, {}) is None
     with pytest.raises(ValueError):
         bounds(["only"], {})
+
+
+def test_a_backfill_takes_every_strided_commit_and_the_last() -> None:
+    from tewatch.bisect.backfill import chosen
+
+    assert chosen(COMMITS, 6) == ["c00", "c06", "c12", "c16"]
+    assert chosen(COMMITS, 8) == ["c00", "c08", "c16"]
+    assert chosen(["a"], 3) == ["a"]
+    with pytest.raises(ValueError):
+        chosen(COMMITS, 0)

@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "webhooks",
     "campaign",
     "bisect",
+    "backfill",
 ]
 
 for _name in COMMAND_MODULES:
