@@ -30,5 +30,18 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
 
 
 router = APIRouter(include_in_schema=False, lifespan=lifespan)
-for _module in (overview, matrix, releases, cases, series, runs, pr, alerts, alert_page, bisections, static, api_docs):
+for _module in (
+    overview,
+    matrix,
+    releases,
+    cases,
+    series,
+    runs,
+    pr,
+    alerts,
+    alert_page,
+    bisections,
+    static,
+    api_docs,
+):
     router.include_router(_module.router)
