@@ -6,8 +6,10 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 
 from tewatch_dashboards.routes import (
+    alert_page,
     alerts,
     api_docs,
+    bisections,
     cases,
     matrix,
     overview,
@@ -28,5 +30,18 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
 
 
 router = APIRouter(include_in_schema=False, lifespan=lifespan)
-for _module in (overview, matrix, releases, cases, series, runs, pr, alerts, static, api_docs):
+for _module in (
+    overview,
+    matrix,
+    releases,
+    cases,
+    series,
+    runs,
+    pr,
+    alerts,
+    alert_page,
+    bisections,
+    static,
+    api_docs,
+):
     router.include_router(_module.router)

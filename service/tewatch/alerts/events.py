@@ -18,6 +18,7 @@ class EventType(str, enum.Enum):
     regression_detected = "regression.detected"
     correctness_failed = "correctness.failed"
     pr_report = "pr.report"
+    bisection_finished = "bisection.finished"
 
 
 EVENT_TYPES = tuple(e.value for e in EventType)

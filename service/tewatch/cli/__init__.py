@@ -15,6 +15,8 @@ COMMAND_MODULES = [
     "detect",
     "webhooks",
     "campaign",
+    "bisect",
+    "backfill",
 ]
 
 for _name in COMMAND_MODULES:

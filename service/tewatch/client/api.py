@@ -260,6 +260,13 @@ class ApiClient(Closing):
             "POST", f"{API}/commits/graph", json={"repo": repo, "commits": commits}, timeout=UPLOAD_TIMEOUT_S
         )
 
+    def put_bisection(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Store a bisection (again: the service replaces what it holds under the same question)."""
+        return self._json("POST", f"{API}/bisections", json=dict(body))
+
+    def bisections(self, alert: int | None = None) -> list[dict[str, Any]]:
+        return self.get(f"{API}/bisections", {"alert": alert})
+
     def add_webhook(self, url: str, secret: str, event_types: list[str], description: str) -> dict[str, Any]:
         body = {"url": url, "secret": secret, "event_types": event_types, "description": description}
         return self._json("POST", f"{API}/webhooks", json=body)

@@ -4,6 +4,7 @@ from fastapi import APIRouter
 
 from tewatch.api.routes import (
     alerts,
+    bisections,
     catalog,
     compare,
     detect,
@@ -30,4 +31,5 @@ ROUTERS: list[APIRouter] = [
     alerts.router,
     webhooks.router,
     detect.router,
+    bisections.router,
 ]

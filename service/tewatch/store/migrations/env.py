@@ -10,7 +10,7 @@ from tewatch.store.database import make_engine
 from tewatch.store.models import Base
 
 # Tables owned by other parts of the service register on the same metadata when they exist.
-for _module in ("tewatch.store.alert_models",):
+for _module in ("tewatch.store.alert_models", "tewatch.store.bisection_models"):
     if importlib.util.find_spec(_module) is not None:
         importlib.import_module(_module)
 
