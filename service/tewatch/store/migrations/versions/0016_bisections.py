@@ -1,7 +1,7 @@
 """bisections and their steps (`tewatch bisect`, POST /api/v1/bisections)
 
-Revision ID: 0013_bisections
-Revises: 0012_case_machine
+Revision ID: 0016_bisections
+Revises: 0015_graph_missing_parents
 Create Date: 2026-12-03 10:00:00.000000
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0013_bisections"
-down_revision: str | None = "0012_case_machine"
+revision: str = "0016_bisections"
+down_revision: str | None = "0015_graph_missing_parents"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
