@@ -22,6 +22,7 @@ from tewatch.detect.memory import (
 )
 from tewatch.findings.pr_report import MemoryChange, NumericsChange
 from tewatch.pipeline.history import SeriesInfo, series_infos
+from tewatch.store.alert_models import AlertKind
 from tewatch.store.models import Result, ResultStatus, Verdict
 
 BYTES_UNIT = "bytes"
@@ -32,6 +33,12 @@ SETUP_METRIC = "setup_allocated_bytes"
 
 def metric_of(info: SeriesInfo) -> str:
     return info.benchmark.rpartition(".")[2]
+
+
+def change_point_alert_kind(info: SeriesInfo) -> AlertKind:
+    """The alert a worsening change point on a branch opens: `numerics` for an error metric, else
+    `regression` (timings, throughput, bytes)."""
+    return AlertKind.numerics if ErrorMetric.parse(metric_of(info)) else AlertKind.regression
 
 
 def _values_by_series(session: Session, run_ids: Sequence[int]) -> dict[int, list[list[float]]]:
