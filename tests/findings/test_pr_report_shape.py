@@ -12,6 +12,8 @@ from tewatch.findings.pr_report import (
     SECTIONS,
     CaseFailure,
     CaseFixed,
+    MemoryChange,
+    NumericsChange,
     PrReport,
     PrReportPayload,
     TimingChange,
@@ -33,6 +35,35 @@ ROWS = {
     ],
     "improvements": [
         TimingChange(benchmark="rht.Rht.track_seconds", unit="seconds", baseline=2e-3, head=1e-3, effect=-0.5)
+    ],
+    "memory": [
+        MemoryChange(
+            benchmark="gemm.Gemm.setup_allocated_bytes",
+            series_id=11,
+            verdict="regression",
+            base_bytes=224 * 2**20,
+            head_bytes=288 * 2**20,
+            change_bytes=64 * 2**20,
+            change_share=64 / 224,
+        ),
+        MemoryChange(
+            benchmark="linear.LinearFwdBwd.leak_bytes_per_step",
+            verdict="leak",
+            leak_bytes_per_step=2**20,
+            leak=True,
+        ),
+    ],
+    "numerics": [
+        NumericsChange(
+            benchmark="linear.LinearFwdBwd.output_vs_bf16_rel_l2",
+            metric="rel-L2 of output vs bf16",
+            verdict="drift",
+            base=0.0312,
+            head=0.0318,
+            change=0.0192,
+            tolerance=0.05,
+            description="rel-L2 of output vs bf16 0.0312 -> 0.0318, +1.9 %, tolerance 0.05",
+        )
     ],
     "known_failures": [FAILURE.model_copy(update={"previous": "error", "case": "ops.Known()"})],
 }
@@ -68,6 +99,10 @@ def test_the_comment_shows_what_changed_and_leaves_known_failures_to_the_page():
     assert "| **+20.0 %** | +10.0 % … +30.0 % |" in markdown
     assert "| — |" in markdown  # an improvement without an interval
     assert "&lt;b&gt;" in markdown and "<b>" not in markdown
+    assert "| 224 MiB | 288 MiB | +64.0 MiB | **+28.6 %** |  | **regression** |" in markdown
+    assert "| — | — |  | — | leak 1.00 MiB/step | **leak** |" in markdown  # a leak and no byte change
+    assert "0.0312 -&gt; 0.0318, +1.9 %, tolerance 0.05 | **drift** |" in markdown
+    assert "1 leaking case · 1 error metric drifting" in markdown
 
 
 def test_the_payload_parses_back_into_the_same_report_on_githubs_side():
@@ -75,11 +110,15 @@ def test_the_payload_parses_back_into_the_same_report_on_githubs_side():
     payload = pr_report_event(report)
     assert payload["links"] == {"pr": "https://tw.example/pr/12", "alerts": "https://tw.example/alerts"}
     assert payload["correctness_failures"] == 1 and payload["regressions"][0]["series_id"] == 9
+    assert payload["memory_failures"] == 1 and payload["numerics_drift"] == 1
     envelope = {"id": "e1", "type": "pr.report", "created_at": "2026-12-01T10:00:00+00:00", "data": payload}
     event = parse_report(json.dumps(envelope))
     assert PrReport.model_validate(event.report.model_dump(exclude={"markdown"})) == report
     assert event.report.markdown == render_pr_report(report)
-    assert commit_state(event)[0] == "failure"
+    assert commit_state(event) == (
+        "failure",
+        "1 new correctness failure, 0 regressions against the merge base; 1 leaking case",
+    )
 
 
 def test_a_payload_of_the_earlier_shape_still_parses():
@@ -100,3 +139,24 @@ def test_docs_show_the_schema_generated_from_the_model():
     schema = json.loads(payload_schema())
     assert set(ROWS) <= set(schema["properties"]) and "markdown" in schema["required"]
     assert PrReportPayload.model_json_schema(mode="serialization") == schema
+
+
+def test_a_leak_alone_fails_the_commit_status_and_drift_alone_does_not():
+    def state(**rows) -> str:
+        report = full_report().model_copy(
+            update={"correctness": [], "regressions": [], "improvements": [], "memory": [], "numerics": []}
+        )
+        data = report.model_dump() | rows
+        data.pop("correctness_failures"), data.pop("memory_failures"), data.pop("numerics_drift")
+        payload = pr_report_event(PrReport.model_validate(data))
+        envelope = {
+            "id": "e",
+            "type": "pr.report",
+            "created_at": "2026-12-01T10:00:00+00:00",
+            "data": payload,
+        }
+        return commit_state(parse_report(json.dumps(envelope)))[0]
+
+    assert state(memory=[ROWS["memory"][1].model_dump()]) == "failure"
+    assert state(numerics=[ROWS["numerics"][0].model_dump()]) == "success"
+    assert state(memory=[ROWS["memory"][0].model_dump()]) == "success"  # more bytes alone: reported

@@ -98,6 +98,10 @@ def render_pr_report(report: PrReport) -> str:
     ]
     if counts.get("unstable"):
         parts.append(f"{counts['unstable']} unstable")
+    if report.memory_failures:
+        parts.append(plural(report.memory_failures, "leaking case"))
+    if report.numerics_drift:
+        parts.append(plural(report.numerics_drift, "error metric") + " drifting")
     summary = " · ".join(parts)
     measured = (
         f"{report.rounds} interleaved A/B rounds on one runner" if report.rounds else "one run per side"

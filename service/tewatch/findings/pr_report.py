@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tewatch.findings.table import Cell, Section
 
+MIB = 2**20
+
 
 class Row(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -99,6 +101,71 @@ class TimingChange(Row):
         )
 
 
+def _series_link(series_id: int | None, pr_number: int) -> str | None:
+    return f"/series/{series_id}?pr={pr_number}" if series_id is not None else None
+
+
+class MemoryChange(Row):
+    """A case whose bytes the head changed beyond the noise of identical code (its largest change), or
+    whose training steps leak on the head (a leak fails the case's memory check)."""
+
+    benchmark: str = Field(description="the series: case, metric and parameters")
+    case_id: int | None = None
+    series_id: int | None = None
+    verdict: str = Field(
+        description="regression (more bytes), improvement (fewer), inconclusive (within the noise), "
+        "or leak (a leak and no byte metric changed)"
+    )
+    base_bytes: float | None = None
+    head_bytes: float | None = None
+    change_bytes: float | None = Field(None, description="head - base")
+    change_share: float | None = Field(None, description="change / base (0.1: 10 % more)")
+    leak_bytes_per_step: float | None = Field(None, description="the case's fitted slope on the head")
+    leak: bool = Field(False, description="the slope exceeds its noise: the case's memory check fails")
+    other_changes: int = Field(0, description="the case's other byte metrics that changed")
+    description: str = ""
+
+    def cells(self, pr_number: int) -> tuple[Cell, ...]:
+        def mib(value: float | None) -> float | None:
+            return None if value is None else value / MIB
+
+        slope = "" if self.leak_bytes_per_step is None else f"{self.leak_bytes_per_step / MIB:.2f} MiB/step"
+        return (
+            Cell("case", self.benchmark, link=_series_link(self.series_id, pr_number)),
+            Cell("value", numbers=(mib(self.base_bytes),), unit="MiB"),
+            Cell("value", numbers=(mib(self.head_bytes),), unit="MiB"),
+            Cell("detail", "" if self.change_bytes is None else f"{self.change_bytes / MIB:+.1f} MiB"),
+            Cell("change", numbers=(self.change_share,)),
+            Cell("detail", ("leak " if self.leak else "") + slope),
+            Cell("status", "leak" if self.leak else self.verdict),
+        )
+
+
+class NumericsChange(Row):
+    """An error metric (max-abs, rel-L2, SQNR against a reference) the head moved beyond what identical
+    code does: drift when worse, improvement when better; the case's verdict is reported apart."""
+
+    benchmark: str
+    case_id: int | None = None
+    series_id: int | None = None
+    metric: str = Field(description="the error in words: `rel-L2 of output vs fp32`")
+    verdict: str = Field(description="drift (worse) or improvement")
+    base: float
+    head: float
+    change: float = Field(description="relative: head / base - 1 (head - base where base is 0)")
+    tolerance: float | None = Field(None, description="the tolerance the case's check holds it to")
+    description: str = Field(
+        "", description="`rel-L2 of output vs fp32 0.0375 -> 0.0427, +13.7 %, tolerance 0.1`"
+    )
+
+    def cells(self, pr_number: int) -> tuple[Cell, ...]:
+        return (
+            Cell("case", self.benchmark, link=_series_link(self.series_id, pr_number)),
+            Cell("detail", self.description),
+            Cell("status", self.verdict),
+        )
+
+
 FAILURE_COLUMNS = ("case", "base", "head", "detail")
 TIMING_COLUMNS = ("benchmark", "base", "head", "change", "95 % interval")
 
@@ -114,6 +181,22 @@ SECTIONS: tuple[Section, ...] = (
     Section("regressions", "Largest regressions", TIMING_COLUMNS, "pr-regressions"),
     Section("improvements", "Improvements", TIMING_COLUMNS, "pr-improvements"),
     Section(
+        "memory",
+        "Memory",
+        ("series", "base", "head", "change", "change %", "leak slope", "verdict"),
+        "pr-memory",
+        lead="A row per case: the change of its setup bytes (else its largest) beyond the noise of identical code (reported from "
+        "1 MiB or 1 %) and its leak slope; a leak fails the case's memory check.",
+    ),
+    Section(
+        "numerics",
+        "Numerics",
+        ("series", "error", "verdict"),
+        "pr-numerics",
+        lead="Error values that moved beyond what identical code does; the cases' verdicts are reported "
+        "apart.",
+    ),
+    Section(
         "known_failures",
         "Known failures, also failing on the base",
         FAILURE_COLUMNS,
@@ -122,6 +205,10 @@ SECTIONS: tuple[Section, ...] = (
         changed=False,
     ),
 )
+
+
+def _field(row: Any, name: str) -> Any:
+    return row.get(name) if isinstance(row, dict) else getattr(row, name)
 
 
 class ReportLinks(BaseModel):
@@ -158,8 +245,14 @@ class PrReport(BaseModel):
     fixed: list[CaseFixed] = Field(default_factory=list)
     regressions: list[TimingChange] = Field(default_factory=list, description="largest first")
     improvements: list[TimingChange] = Field(default_factory=list, description="largest first")
+    memory: list[MemoryChange] = Field(
+        default_factory=list, description="a row per case, largest change first"
+    )
+    numerics: list[NumericsChange] = Field(default_factory=list, description="drift first, largest first")
     known_failures: list[CaseFailure] = Field(default_factory=list)
     correctness_failures: int = Field(0, description="how many new correctness failures")
+    memory_failures: int = Field(0, description="how many cases leak on the head: their memory check fails")
+    numerics_drift: int = Field(0, description="how many error metrics drifted (got worse)")
     min_effect: float = 0.03
     alpha: float = Field(0.05, description="the false discovery rate (Benjamini-Hochberg)")
     detector_version: str = ""
@@ -174,6 +267,11 @@ class PrReport(BaseModel):
             return data
         data = dict(data)
         data.setdefault("correctness_failures", len(data.get("correctness") or []))
+        data.setdefault("memory_failures", sum(1 for row in data.get("memory") or [] if _field(row, "leak")))
+        data.setdefault(
+            "numerics_drift",
+            sum(1 for row in data.get("numerics") or [] if _field(row, "verdict") == "drift"),
+        )
         if "links" not in data:
             base_url = str(data.get("public_url") or "").rstrip("/")
             data["links"] = {"pr": f"{base_url}/pr/{data.get('pr_number')}", "alerts": f"{base_url}/alerts"}

@@ -21,9 +21,10 @@ from tewatch.detect.version import DETECTOR_VERSION
 from tewatch.pipeline.environment_alerts import SeriesChange, environment_shifts, store_environment_alerts
 from tewatch.pipeline.history import History, SeriesInfo, branch_histories
 from tewatch.pipeline.labels import machine_of, measured_on
+from tewatch.pipeline.memory_numerics import change_point_alert_kind
 from tewatch.pipeline.summary import WRITE_BATCH, DetectSummary
 from tewatch.pipeline.withdrawal import STILL_OPEN, reopen_unreturned, resolve_returned, withdraw
-from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, Detection
+from tewatch.store.alert_models import CHANGE_POINT_KINDS, Alert, AlertStatus, Detection
 from tewatch.store.database import write_session
 from tewatch.store.models import Run
 
@@ -109,7 +110,7 @@ def _record_change_point(
     alert, created = open_alert(
         session,
         f"regression:{info.key}:{branch}:{detection.id}",
-        AlertKind.regression,
+        change_point_alert_kind(info),
         regression_title(session, history, cp, shift is not None),
         series_id=info.series_id,
         case_id=info.case_id,
@@ -177,7 +178,7 @@ def let_go_or_follow(
         alert.detection_id: alert
         for alert in session.scalars(
             select(Alert).where(
-                Alert.detection_id.in_([d.id for d in detections]), Alert.kind == AlertKind.regression
+                Alert.detection_id.in_([d.id for d in detections]), Alert.kind.in_(CHANGE_POINT_KINDS)
             )
         )
     }

@@ -12,7 +12,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tewatch.detect.config import CompareConfig
-from tewatch.findings.pr_report import CaseFailure, CaseFixed, PrReport, TimingChange
+from tewatch.findings.pr_report import (
+    CaseFailure,
+    CaseFixed,
+    MemoryChange,
+    NumericsChange,
+    PrReport,
+    TimingChange,
+)
 from tewatch.pipeline.correctness import (
     FAILING,
     FixedCase,
@@ -23,6 +30,7 @@ from tewatch.pipeline.correctness import (
 )
 from tewatch.pipeline.history import SeriesInfo, series_infos
 from tewatch.pipeline.labels import case_label, verdict_detail
+from tewatch.pipeline.memory_numerics import memory_and_numerics
 from tewatch.pipeline.merge_base import merge_base_runs
 from tewatch.store.alert_models import PrComparison
 from tewatch.store.models import Run, VerdictStatus
@@ -105,14 +113,16 @@ def case_failures(
 
 @dataclass(frozen=True)
 class ReportInputs:
-    """What a report is made of besides its timings: the head run, the runs it is judged against, and
-    its failures and fixes against them."""
+    """What a report is made of besides its timings: the head run, the runs it is judged against, its
+    failures and fixes against them, and its memory and error values' changes."""
 
     run: Run
     base_runs: list[Run]
     correctness: list[CaseFailure]
     known_failures: list[CaseFailure]
     fixed: list[CaseFixed]
+    memory: list[MemoryChange]
+    numerics: list[NumericsChange]
 
 
 def build_pr_report(
@@ -145,6 +155,8 @@ def build_pr_report(
         fixed=inputs.fixed,
         regressions=_largest_first(series, REGRESSION),
         improvements=_largest_first(series, IMPROVEMENT),
+        memory=inputs.memory,
+        numerics=inputs.numerics,
         known_failures=inputs.known_failures,
         min_effect=config.min_effect,
         alpha=config.alpha,
@@ -166,12 +178,15 @@ def report_inputs(
     before = previous_verdicts(session, run)
     fixed = fixed_cases(session, run, before) if fixed is None else fixed
     new, known = case_failures(session, run, before)
+    memory, numerics = memory_and_numerics(session, run.id, [r.id for r in base_runs])
     return ReportInputs(
         run,
         base_runs,
         new if correctness is None else correctness,
         known,
         fixed_findings(session, base_runs, fixed, public_url),
+        memory,
+        numerics,
     )
 
 

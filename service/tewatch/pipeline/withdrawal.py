@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from tewatch.alerts.lifecycle import change_status
 from tewatch.pipeline.summary import DetectSummary
-from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, Detection
+from tewatch.store.alert_models import CHANGE_POINT_KINDS, Alert, AlertStatus, Detection
 
 STILL_OPEN = (AlertStatus.open, AlertStatus.acknowledged)
 RETURNED_KEY = "returned_at_commit"
@@ -21,7 +21,7 @@ def withdraw(session: Session, detection: Detection, summary: DetectSummary, las
     alerts = session.scalars(
         select(Alert).where(
             Alert.detection_id == detection.id,
-            Alert.kind == AlertKind.regression,
+            Alert.kind.in_(CHANGE_POINT_KINDS),
             Alert.status.in_(STILL_OPEN),
         )
     )

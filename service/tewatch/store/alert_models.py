@@ -29,7 +29,12 @@ from tewatch.store.models import Base, _enum, utcnow
 
 class AlertKind(str, enum.Enum):
     correctness = "correctness"  # a case's verdict left `pass`
-    regression = "regression"  # a timing (or throughput) change for the worse
+    regression = "regression"  # a timing (or throughput, or bytes) change for the worse
+    numerics = "numerics"  # an error metric's change for the worse on a branch
+
+
+# the alerts a branch's change point opens, which letting go and withdrawing follow
+CHANGE_POINT_KINDS = (AlertKind.regression, AlertKind.numerics)
 
 
 class AlertStatus(str, enum.Enum):
