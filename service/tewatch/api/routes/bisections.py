@@ -16,7 +16,7 @@ from tewatch.api.times import UtcTime
 from tewatch.store import bisection_reads
 from tewatch.store.database import write_session
 from tewatch.store.limits import text_problem
-from tewatch.web.deps import get_engine, get_settings, read_access, require_token
+from tewatch.web.deps import UploadScope, get_engine, get_settings, read_access
 from tewatch.web.params import Offset, OptionalQueryInt, PathInt
 
 router = APIRouter(tags=["bisections"])
@@ -137,7 +137,7 @@ def _out(model: type[BisectionOut], row: Any) -> BisectionOut:
 @router.post(
     "/api/v1/bisections",
     response_model=BisectionDetailOut,
-    dependencies=[Depends(require_token)],
+    dependencies=[UploadScope],
     responses={**NOT_FOUND, **BUSY},
 )
 def post_bisection(request: Request, body: BisectionIn) -> BisectionOut:
