@@ -133,12 +133,20 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def time_pages(
-    url: str, requests: int, console: Console, page_cache: bool = True
+    url: str,
+    requests: int,
+    console: Console,
+    page_cache: bool = True,
+    pythonpath: str | None = None,
+    only: set[str] | None = None,
 ) -> list[tuple[str, int, list[float]]]:
+    """Times every page of page_plan (those named in `only`) served by the checkout on `pythonpath`
+    (default: this process's PYTHONPATH, the service of the checkout being measured)."""
     port = free_port()
     env = {"TEWATCH_DATABASE_URL": url, "PATH": "/usr/bin:/bin"}
-    if "PYTHONPATH" in os.environ:  # the service of the checkout being measured, not an installed one
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    pythonpath = pythonpath or os.environ.get("PYTHONPATH")
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
     if not page_cache:
         env["TEWATCH_DASHBOARD_CACHE_ENTRIES"] = "0"
     with tempfile.NamedTemporaryFile("w+", suffix=".log") as log:
@@ -178,7 +186,7 @@ def time_pages(
                 httpx.Client(base_url=base, timeout=60) as client,
                 Progress(console=console, transient=True) as bar,
             ):
-                plan = page_plan(url)
+                plan = [(name, path) for name, path in page_plan(url) if only is None or name in only]
                 task = bar.add_task("timing pages", total=len(plan))
                 for name, path in plan:
                     statuses = set()

@@ -40,6 +40,8 @@ class Bucket:
     median: float | None
     high: float | None
     failures: int
+    first_commit: str = ""  # the first and last run's commits as the tooltips name them (commit_label)
+    last_commit: str = ""
 
 
 @dataclass
@@ -213,6 +215,8 @@ def build(
         chart.point_commits[p.run_id] = commit_label(p.sha, env.te_version if env else "").replace(
             "\n", " · "
         )
+    for b in chart.buckets:
+        b.first_commit, b.last_commit = chart.point_commits[b.first_run], chart.point_commits[b.last_run]
     values = [p.value if p.status == "ok" else None for p in points]
     found = change_points(conn, header, points, values, offset, branch)
     steps = [s for s in series_steps(conn, [header.series_id]) if not branch or s.branch == branch]

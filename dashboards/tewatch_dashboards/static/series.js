@@ -110,7 +110,7 @@
       const b = d.buckets[idx];
       info.appendChild(kv([
         ["Runs", b.n + " (#" + b.first_run + " … #" + b.last_run + ")"],
-        ["Commits", shortSha(b.first_sha) + " … " + shortSha(b.last_sha)],
+        ["Commits", b.first_commit + " … " + b.last_commit],
         ["Median", fmt(b.median, unit)],
         ["Spread", fmt(b.low, unit) + " – " + fmt(b.high, unit)],
         ["Failed verdicts", String(b.failures)],

@@ -4,20 +4,31 @@ began or stopped failing), the release each run measured, and the run where a ca
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from sqlalchemy import Connection, Select, select
+from sqlalchemy import Connection, Select, func, or_, select, true, tuple_
+from sqlalchemy.orm import aliased
 
 from tewatch.core.statuses import FAILING_STATUSES
 from tewatch.core.te_releases import is_release, is_version_stand_in
 from tewatch.store.alert_models import ReleaseComparison
 from tewatch.store.case_reads import branch_clause
-from tewatch.store.commit_order import newest_commit_first, oldest_commit_first
+from tewatch.store.commit_order import commit_order_columns, newest_commit_first, oldest_commit_first
 from tewatch.store.key_lists import in_key_list
-from tewatch.store.models import Benchmark, Case, Commit, Environment, Machine, Run, Series, Verdict
+from tewatch.store.models import (
+    Benchmark,
+    Case,
+    Commit,
+    Environment,
+    Machine,
+    Run,
+    Series,
+    Verdict,
+    VerdictStatus,
+)
 
 CHANGES = ("regression", "improvement")
 CASE_RUNS = 5  # runs read a side for the cases that began or stopped failing
@@ -411,29 +422,88 @@ def failing_since(
     conn: Connection, case_ids: Sequence[int], branch: str = "", at_run: int | None = None
 ) -> dict[int, RunRelease]:
     """Per case whose newest verdict (on `branch`; else outside pull requests), or whose verdict in run
-    `at_run`, fails: the first run of the failures that lead up to it, where the failure began."""
+    `at_run`, fails: the first run of the failures that lead up to it, where the failure began. The database
+    finds it (the oldest failing verdict after the case's last pass), so only one row per case comes back."""
     if not case_ids:
         return {}
+    history = _verdict_history(conn, case_ids, branch, at_run)
+    newest_pass = (
+        select(
+            history.c.case_id,
+            *_order_key(history),
+            func.row_number()
+            .over(partition_by=history.c.case_id, order_by=[c.desc() for c in _order_key(history)])
+            .label("rank"),
+        )
+        .where(history.c.status.not_in(_FAILING))
+        .subquery()
+    )
+    last_pass = select(newest_pass).where(newest_pass.c.rank == 1).subquery()
+    failing_after = (
+        select(
+            history.c.case_id,
+            history.c.run_id,
+            history.c.te_version,
+            history.c.sha,
+            func.row_number()
+            .over(partition_by=history.c.case_id, order_by=_order_key(history))
+            .label("rank"),
+        )
+        .select_from(history.outerjoin(last_pass, last_pass.c.case_id == history.c.case_id))
+        .where(
+            history.c.status.in_(_FAILING),
+            or_(last_pass.c.case_id.is_(None), tuple_(*_order_key(history)) > tuple_(*_order_key(last_pass))),
+        )
+        .subquery()
+    )
+    first_failures = select(
+        failing_after.c.case_id, failing_after.c.run_id, failing_after.c.te_version, failing_after.c.sha
+    ).where(failing_after.c.rank == 1)
+    return {
+        case_id: RunRelease(run_id, version or "", sha)
+        for case_id, run_id, version, sha in conn.execute(first_failures)
+    }
+
+
+_FAILING = [VerdictStatus(s) for s in FAILING_STATUSES]
+
+
+def _order_key(table) -> tuple:
+    return table.c.place, table.c.started, table.c.run_id
+
+
+def _verdict_history(conn: Connection, case_ids: Sequence[int], branch: str, at_run: int | None):
+    """The cases' verdicts on the branch with their commit order; with `at_run`, those up to that run of
+    the cases it holds."""
+    place, started = commit_order_columns()
     statement = (
-        select(Verdict.case_id, Verdict.status, Run.id, Environment.te_version, Commit.sha)
+        select(
+            Verdict.case_id,
+            Verdict.status,
+            Run.id.label("run_id"),
+            Environment.te_version,
+            Commit.sha,
+            place.label("place"),
+            started.label("started"),
+        )
         .join(Run, Run.id == Verdict.run_id)
         .join(Commit, Commit.id == Run.commit_id)
         .join(Environment, Environment.id == Run.environment_id)
         .where(in_key_list(conn, Verdict.case_id, list(case_ids), "case_ids"), branch_clause(branch or None))
-        .order_by(Verdict.case_id, *newest_commit_first(Run.id))
     )
-    streaks: dict[int, list[RunRelease]] = defaultdict(list)
-    reached: set[int] = set()  # cases whose history has come down to `at_run`
-    ended: set[int] = set()
-    for case_id, status, run_id, version, sha in conn.execute(statement):
-        if at_run is not None and case_id not in reached:
-            if run_id != at_run:
-                continue
-            reached.add(case_id)
-        if case_id in ended:
-            continue
-        if status.value in FAILING_STATUSES:
-            streaks[case_id].append(RunRelease(run_id, version or "", sha))
-        else:
-            ended.add(case_id)
-    return {case_id: runs[-1] for case_id, runs in streaks.items()}
+    if at_run is not None:
+        cut = (
+            select(place.label("place"), started.label("started"), Run.id.label("run_id"))
+            .join(Commit, Commit.id == Run.commit_id)
+            .where(Run.id == at_run)
+            .subquery()
+        )
+        in_run = aliased(Verdict)
+        statement = statement.join(cut, true()).where(
+            tuple_(place, started, Run.id) <= tuple_(*_order_key(cut)),
+            Verdict.case_id.in_(select(in_run.case_id).where(in_run.run_id == at_run)),
+        )
+    # PostgreSQL reads the history once for both of its uses as a CTE; SQLite plans each use better inline
+    if conn.dialect.name == "postgresql":
+        return statement.cte("history")
+    return statement.subquery("history")
