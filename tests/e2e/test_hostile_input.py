@@ -179,7 +179,7 @@ DASHBOARD_PARAMS = [
 ]
 # what the other path parameters of a route hold while one parameter is hostile: rows that exist
 EXISTING = {"run_id": "1", "series_id": "1", "case_id": "1", "alert_id": "1", "pr_number": "7", "number": "7",
-            "subscription_id": "1", "delivery_id": "x"}  # fmt: skip
+            "subscription_id": "1", "delivery_id": "x", "bisection_id": "1"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -257,6 +257,11 @@ JSON_BODIES = {
     "/api/v1/detect": {"branch": "hostile", "runs": [1, 2]},
     "/api/v1/commits/graph": {"repo": "te", "commits": [["47692de1", 1700000000, []],
                                                         ["54083aa3", 1700000100, ["47692de1"]]]},
+    "/api/v1/bisections": {"repo": "NVIDIA/TransformerEngine", "good": "47692de1", "bad": "54083aa3",
+                           "judge": "correctness", "selection": "contracts", "status": "finished",
+                           "commits": 2, "culprit": "54083aa3", "culprit_subject": "a subject",
+                           "steps": [{"position": 1, "sha": "54083aa3", "verdict": "bad",
+                                      "evidence": {"case": "x"}}]},
 }  # fmt: skip
 
 

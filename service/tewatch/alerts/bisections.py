@@ -15,6 +15,7 @@ from tewatch.alerts.events import EventType, emit
 from tewatch.store.alert_models import Alert, AlertKind, Detection
 from tewatch.store.bisect_endpoints import Endpoints
 from tewatch.store.bisection_models import Bisection, BisectionStep
+from tewatch.store.models import Run
 
 GITHUB = "https://github.com"
 
@@ -64,6 +65,9 @@ def store_bisection(session: Session, report: BisectionReport, public_url: str) 
         raise UnknownLink(f"no alert {report.alert_id}")
     if report.detection_id is not None and session.get(Detection, report.detection_id) is None:
         raise UnknownLink(f"no change point {report.detection_id}")
+    for step in report.steps:
+        if step.run_id is not None and session.get(Run, step.run_id) is None:
+            raise UnknownLink(f"no run {step.run_id} (step at {step.sha})")
     found = session.scalars(
         select(Bisection).where(
             Bisection.repo == report.repo,

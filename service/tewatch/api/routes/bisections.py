@@ -15,7 +15,7 @@ from tewatch.api.schemas import BUSY, NOT_FOUND
 from tewatch.api.times import UtcTime
 from tewatch.store import bisection_reads
 from tewatch.store.database import write_session
-from tewatch.store.limits import text_problem
+from tewatch.store.limits import json_problem, text_problem
 from tewatch.web.deps import UploadScope, get_engine, get_settings, read_access
 from tewatch.web.params import Offset, OptionalQueryInt, PathInt
 
@@ -26,6 +26,10 @@ MAX_EVIDENCE_BYTES = 64 * 1024
 
 
 def _storable_json(value: dict[str, Any]) -> dict[str, Any]:
+    unstorable = json_problem(value)
+    if unstorable:
+        where, why = unstorable
+        raise ValueError(f"{where}: {why}")
     try:
         text = json.dumps(value, allow_nan=False)
     except (ValueError, RecursionError) as exc:
