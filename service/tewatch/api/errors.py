@@ -121,17 +121,20 @@ def _printable_json(value):
     return value
 
 
+def retry_later_answer(detail: str, seconds: int) -> JSONResponse:
+    """503 with Retry-After, the wait also in the body for clients that read only JSON."""
+    return JSONResponse(
+        {"detail": detail, "retry_after": seconds}, status_code=503, headers={"Retry-After": str(seconds)}
+    )
+
+
 def unavailable_answer(reason: str) -> JSONResponse:
     """503 with Retry-After: the database could not be used; a write was rolled back whole or never began."""
     detail = (
         f"the store is unavailable ({reason}): nothing was stored, try again in "
         f"{UNAVAILABLE_RETRY_AFTER_SECONDS} s"
     )
-    return JSONResponse(
-        {"detail": detail, "retry_after": UNAVAILABLE_RETRY_AFTER_SECONDS},
-        status_code=503,
-        headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER_SECONDS)},
-    )
+    return retry_later_answer(detail, UNAVAILABLE_RETRY_AFTER_SECONDS)
 
 
 def busy_answer(reason: str, waited_seconds: float) -> JSONResponse:
@@ -140,11 +143,7 @@ def busy_answer(reason: str, waited_seconds: float) -> JSONResponse:
         f"the store is busy ({reason}; a write waits up to {waited_seconds:g} s): nothing was stored, "
         f"try again in {BUSY_RETRY_AFTER_SECONDS} s"
     )
-    return JSONResponse(
-        {"detail": detail, "retry_after": BUSY_RETRY_AFTER_SECONDS},
-        status_code=503,
-        headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)},
-    )
+    return retry_later_answer(detail, BUSY_RETRY_AFTER_SECONDS)
 
 
 class RefuseNul:
