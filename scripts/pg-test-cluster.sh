@@ -28,7 +28,8 @@ start() {
     as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 -o "$(server_options "$dir" "$port")" \
         start >/dev/null
     as_owner "$PGBIN/psql" -h "$dir" -p "$port" -U postgres -qv ON_ERROR_STOP=1 \
-        -c "CREATE USER tewatch WITH PASSWORD 'tewatch' CREATEDB" -c "CREATE DATABASE tewatch OWNER tewatch" >/dev/null
+        -c "CREATE USER tewatch WITH PASSWORD 'tewatch' CREATEDB" -c "CREATE DATABASE tewatch OWNER tewatch" \
+        -c "GRANT pg_signal_backend TO tewatch" >/dev/null
     echo "$port" > "$dir/port"
     echo "postgresql://tewatch:tewatch@127.0.0.1:$port/tewatch"
 }
