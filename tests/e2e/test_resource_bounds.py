@@ -252,6 +252,21 @@ def test_a_commit_graph_cannot_freeze_a_branch(live_server):
         assert latest_commit(client, "frozen") == {new}
 
 
+def test_an_upload_dated_past_the_clock_cannot_become_the_latest(live_server):
+    now_ms = int(time.time() * 1000)
+    with live_server.client() as client:
+        kept = uploaded(client, edited_run(0, commit="0c" * 20, date_ms=now_ms), branch="dated")
+        before = live_server.counts()
+        answer = post_run(
+            client, edited_run(1, commit="0d" * 20, date_ms=now_ms + 3 * 3_600_000), branch="dated"
+        )
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["file"] == "result" and answer.json()["field"] == "date"
+        assert "later than the service's clock allows" in answer.json()["message"]
+        assert live_server.counts() == before
+        assert latest_commit(client, "dated") == {"0c" * 20} and kept
+
+
 def test_a_cycle_sent_across_two_requests_is_refused(live_server):
     with live_server.client() as client:
         first = client.post(

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from tewatch.core import stderr_log_file
+from tewatch.core.clock import future_commit_message, too_far_ahead
 from tewatch.ingest.asv_files import (
     AsvResults,
     BenchmarkInfo,
@@ -544,12 +545,18 @@ class _Planner:
 
     def _commit(self) -> dict[str, Any]:
         bundle = self.bundle
+        committed_at = _utc(bundle.commit_date) or _ms_to_datetime(self.results.date_ms)
+        if committed_at is not None and too_far_ahead(committed_at):
+            file, where = ("commit_date", None) if bundle.commit_date else ("result", "date")
+            raise IngestError(
+                future_commit_message(self.results.commit_hash, committed_at), file=file, field=where
+            )
         return {
             "repo": bundle.repo,
             "sha": self.results.commit_hash,
             "parents": [],
             "branch": bundle.branch,
-            "committed_at": _utc(bundle.commit_date) or _ms_to_datetime(self.results.date_ms),
+            "committed_at": committed_at,
             "pr_number": bundle.pr_number,
             "merge_base_sha": bundle.merge_base_sha,
         }

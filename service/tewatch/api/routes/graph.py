@@ -1,4 +1,3 @@
-import time
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -10,6 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from tewatch.api.alert_schemas import StoredText
 from tewatch.api.errors import first_errors
 from tewatch.api.schemas import BUSY, Responses
+from tewatch.core.clock import future_commit_message, too_far_ahead
 from tewatch.ingest.commit_graph import store_graph
 from tewatch.store.database import write_connection
 from tewatch.web.deps import UploadScope, get_engine
@@ -32,7 +32,6 @@ REFUSED: Responses = {
         },
     }
 }
-CLOCK_SKEW_SECONDS = 3600  # how far past the service's clock a committer time may lie
 Sha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{4,64}$")]
 
 
@@ -47,16 +46,12 @@ class CommitGraphIn(BaseModel):
     @classmethod
     def _each_commit_once_after_its_parents(cls, commits: list) -> list:
         position = {}
-        latest = time.time() + CLOCK_SKEW_SECONDS
         for i, (sha, committed, _) in enumerate(commits):
             if sha in position:
                 raise ValueError(f"commit {sha} is listed twice")
-            if committed > latest:
-                shown = datetime.fromtimestamp(committed, UTC).isoformat()
-                raise ValueError(
-                    f"commit {sha} is dated {shown}, later than the service's clock allows (now plus "
-                    f"{CLOCK_SKEW_SECONDS // 60} minutes)"
-                )
+            committed_at = datetime.fromtimestamp(committed, UTC)
+            if too_far_ahead(committed_at):
+                raise ValueError(future_commit_message(sha, committed_at))
             position[sha] = i
         for i, (sha, _, parents) in enumerate(commits):
             later = [p for p in parents if position.get(p, -1) >= i]
