@@ -29,9 +29,49 @@ def format_value(value: float | None, unit: str = "seconds") -> str:
         for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
             if abs(rounded) >= scale or scale == 1e-9:
                 return f"{value / scale:.3g} {suffix}"
+    if unit in BYTE_UNITS:
+        return format_bytes(value, unit)
     if unit == "fraction":
         return f"{value * 100:.1f} %"
     return f"{value:.4g} {unit}"
+
+
+# binary prefixes, as torch's allocator and TE's users count memory
+BYTE_STEPS = ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B"))
+BYTE_UNITS = {"bytes": "", "bytes/step": "/step"}
+
+
+def byte_step(value: float) -> tuple[int, str]:
+    """The smallest binary prefix a byte count reads in below 1000 at three digits: 1000 MiB reads as
+    0.977 GiB and 1023.9 MiB as 1 GiB, never as 1e+03 MiB."""
+    for scale, name in reversed(BYTE_STEPS):
+        if abs(float(f"{value / scale:.3g}")) < 1000:
+            return scale, name
+    return BYTE_STEPS[0]
+
+
+def format_bytes(value: float, unit: str = "bytes") -> str:
+    """`834669056` bytes as `796 MiB`, `1048576` bytes/step as `1 MiB/step`."""
+    scale, name = byte_step(value)
+    return f"{value / scale:.3g} {name}{BYTE_UNITS.get(unit, '')}"
+
+
+def format_byte_change(change: float | None, share: float | None, unit: str = "bytes") -> str:
+    """A change of bytes with its sign and, where the value before was not 0, its share: `+64 MiB (+44.1
+    %)`; `0 B` where nothing changed."""
+    if change is None or not math.isfinite(change):
+        return "—"
+    if change == 0:
+        return format_bytes(0.0, unit)
+    text = ("+" if change > 0 else "-") + format_bytes(abs(change), unit)
+    return f"{text} ({format_effect(share)})" if share is not None else text
+
+
+def format_error(value: float | None, unit: str = "rel error") -> str:
+    """An error value as its table shows it, its unit in the column's head: `0.03752`, `27.4 dB`."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{value:.3g} dB" if unit == "dB" else f"{value:.4g}"
 
 
 def format_ratio(value: float | None) -> str:
@@ -108,6 +148,8 @@ def make_templates() -> Jinja2Templates:
     env.lstrip_blocks = True
     env.filters.update(
         value=format_value,
+        byte_change=format_byte_change,
+        error_value=format_error,
         ratio=format_ratio,
         effect=format_effect,
         when=format_time,

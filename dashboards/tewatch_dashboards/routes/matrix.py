@@ -18,7 +18,7 @@ from tewatch_dashboards.routes.common import (
 )
 from tewatch_dashboards.security import SecureHeadersRoute
 from tewatch_dashboards.site import site_facts
-from tewatch_dashboards.views.matrix import MATRIX_RANKS, matrix_grids
+from tewatch_dashboards.views.matrix import MATRIX_RANKS, VIEWS, matrix_grids
 
 router = APIRouter(route_class=SecureHeadersRoute)
 
@@ -44,15 +44,19 @@ def matrix(
     backend: str = "",
     branch: str = "",
     world_size: str = "",
+    view: str = "time",
 ) -> HTMLResponse:
     try:
         filters = parse_filters(gpu, recipe, backend, branch, world_size=world_size)
     except BadFilter as exc:
         return error_page(request, 400, str(exc))
+    if view not in VIEWS:
+        return error_page(request, 400, f"view must be one of {', '.join(VIEWS)}, got {view[:100]!r}")
 
     def build() -> dict:
         return {
-            "matrices": matrix_grids(conn, filters),
+            "matrices": matrix_grids(conn, filters, view),
+            "view": view,
             "filters": filters,
             "options": filter_options(conn),
             "show_world_size": True,
@@ -64,7 +68,9 @@ def matrix(
             "has_grid": site_facts(request).has_grid,
         }
 
-    content = cached_content(request, conn, "matrix.html", filter_params(filters), build)
+    # the time view is the page's default: its links and its cache entry carry no `view`
+    shown = filter_params(filters, view=view if view != VIEWS[0] else None)
+    content = cached_content(request, conn, "matrix.html", shown, build)
     return render(
         request, "page.html", nav="matrix", title="Compile vs eager", content=content, main_class="wide"
     )

@@ -29,6 +29,8 @@ ROW_CHECK_OPS = (
 # Params that place a case in the grid; whatever else a case has (a shape, say) splits rows.
 MATRIX_AXES = frozenset({"recipe", "rank", "mode", "backend", "quantizer", "variant", "world_size"})
 OVER_EAGER = "over_eager"  # the record metric of a compiled case's time over eager's, in one process
+PEAK_ALLOCATED = "peak_allocated_bytes"  # the record metric the memory view shows per cell
+VIEWS = ("time", "memory")
 
 
 @dataclass
@@ -38,6 +40,7 @@ class MatrixCell:
     # it says so (`over_eager`), else the latest of each case
     ratio: float | None = None
     variants: list[str] = field(default_factory=list)  # e.g. nvfp4, nvfp4-rht, nvfp4-2d in one contract cell
+    peak_bytes: float | None = None  # the memory view's: peak allocated bytes over the timed calls
 
 
 @dataclass
@@ -81,7 +84,8 @@ def matrix_column(mode: str | None, rank: int | None, labels: dict) -> tuple[int
     return None
 
 
-def matrix_grids(conn: Connection, filters: Filters) -> list[Matrix]:
+def matrix_grids(conn: Connection, filters: Filters, view: str = "time") -> list[Matrix]:
+    """The grids; the `memory` view reads each cell's peak allocated bytes beside its verdict."""
     placed: dict[int, tuple[int, str]] = {}
     rows = []
     for r in latest_cases(conn, filters):
@@ -109,11 +113,17 @@ def matrix_grids(conn: Connection, filters: Filters) -> list[Matrix]:
     in_process = latest_metric(
         conn, [r.case_id for r in rows if r.mode in MATRIX_MODES[1:]], OVER_EAGER, filters.branch
     )
+    peaks = (
+        latest_metric(conn, [r.case_id for r in rows], PEAK_ALLOCATED, filters.branch)
+        if view == "memory"
+        else {}
+    )
     out = []
     for (gpu, ws), grid in sorted(grids.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
         columns = {c for mrow in grid.values() for c in mrow.cells}
         for mrow in grid.values():
             for (rank, mode), cell in mrow.cells.items():
+                cell.peak_bytes = peaks.get(cell.row.case_id)
                 eager = mrow.cells.get((rank, "eager"))
                 if mode not in MATRIX_MODES[1:]:
                     continue
