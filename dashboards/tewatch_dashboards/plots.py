@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from tewatch_dashboards.render_cache import RenderCache
 from tewatch_dashboards.series_chart import ChartData
+from tewatch_dashboards.templating import BYTE_UNITS, byte_step
 
 # text.parse_math off: every label is plain text, so a `$` in an uploaded version or name is drawn as
 # written instead of reaching mathtext (whose parse errors would fail the whole figure)
@@ -32,7 +33,10 @@ COLOURS = {
 
 
 def display_scale(unit: str, values: list[float]) -> tuple[float, str]:
-    """A factor and a unit label that keep seconds readable (ms, µs)."""
+    """A factor and a unit label that keep seconds (ms, µs) and bytes (MiB, GiB) readable."""
+    if unit in BYTE_UNITS and values:
+        scale, name = byte_step(max(abs(v) for v in values))
+        return 1 / scale, name + BYTE_UNITS[unit]
     if unit != "seconds" or not values:
         return 1.0, {"fraction": "share"}.get(unit, unit)
     typical = sorted(values)[len(values) // 2]
@@ -73,6 +77,17 @@ def commit_ticks(chart: ChartData) -> list[tuple[float, str]]:
         if pr:  # the newest history label would print over the first PR label
             history = [t for t in history if pr[0][0] - t[0] >= step * 0.75] or history[:1]
     return history + pr
+
+
+def tolerance_segments(line: list[tuple[float, float]]) -> list[tuple[float, float, float]]:
+    """(first x, last x, tolerance) of each stretch of drawn points that share one tolerance."""
+    segments: list[tuple[float, float, float]] = []
+    for x, tolerance in line:
+        if segments and segments[-1][2] == tolerance:
+            segments[-1] = (segments[-1][0], x, tolerance)
+        else:
+            segments.append((x, x, tolerance))
+    return segments
 
 
 def draw_series(
@@ -198,6 +213,16 @@ def draw_series(
                 label="PR merge-base median",
             )
 
+    for i, (x0, x1, tolerance) in enumerate(tolerance_segments(chart.tolerance)):
+        ax.hlines(
+            tolerance * scale,
+            x0 - 0.5,
+            x1 + 0.5,
+            color=COLOURS["failure"],
+            linewidth=1.2,
+            linestyles="--",
+            label="tolerance of its check" if i == 0 else "_",  # "_": left out of the legend
+        )
     for cp in chart.change_points:
         ax.axvline(cp.x - 0.5, color=COLOURS[cp.direction], linewidth=1.4)
         ax.annotate(

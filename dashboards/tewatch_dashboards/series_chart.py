@@ -15,7 +15,10 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from tewatch.detect.drift import ErrorMetric
 from tewatch.detect.environment import environment_changes
+from tewatch.pipeline.memory_numerics import tolerance_of
+from tewatch.store.case_metric_reads import run_checks
 from tewatch.store.machine_reads import environments_by_id, machines_by_id
 from tewatch.store.release_reads import SeriesStep, series_steps
 from tewatch.store.series_reads import SeriesHeader, SeriesPoint, pr_comparison, series_points, series_version
@@ -25,6 +28,9 @@ from tewatch_dashboards.views.change_points import MIN_EFFECT, ChangePointView, 
 MAX_DETAILED_POINTS = 600  # beyond this, the server aggregates points into buckets
 MAX_SAMPLES_DRAWN = 32  # of each point, evenly thinned: the SVG and the JSON draw the same
 DEFAULT_LAST = 300
+# error values drawn on a log axis, where they span a decade or more (dB are logarithmic already)
+LOG_WORTHY_UNITS = ("abs error", "rel error")
+SCALES = ("auto", "linear", "log")
 SHIFT_NAMES = {"te_version": "TE", "cuda": "CUDA", "cudnn": "cuDNN", "cublaslt": "cuBLASLt"}
 
 
@@ -105,12 +111,32 @@ class ChartData:
         default_factory=dict
     )  # x -> the commit there, for axis labels (commit_label)
     point_commits: dict[int, str] = field(default_factory=dict)  # run id -> its commit on one line
+    # (x, tolerance) of an error metric's points whose check held the value to a tolerance
+    tolerance: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def aggregated(self) -> bool:
         return bool(self.buckets)
 
-    def as_json(self) -> dict:
+    def drawn_values(self) -> list[float]:
+        """The values the chart draws: the points' (or the buckets' medians), then the PR head's."""
+        drawn = [p.value for p in self.points] + [b.median for b in self.buckets]
+        drawn += [p.value for p in self.pr.points] if self.pr else []
+        return [v for v in drawn if v is not None and math.isfinite(v)]
+
+    def scale(self, requested: str) -> str:
+        """`linear` or `log`; `auto` is log for an error value (max-abs, rel-L2) whose drawn values and
+        tolerance are all above 0 and span a decade or more, else linear."""
+        if requested != "auto":
+            return requested
+        if self.header.unit not in LOG_WORTHY_UNITS:
+            return "linear"
+        values = self.drawn_values() + [t for _, t in self.tolerance]
+        if not values or min(values) <= 0:
+            return "linear"
+        return "log" if max(values) / min(values) >= 10 else "linear"
+
+    def as_json(self, scale: str = "auto") -> dict:
         h = self.header
         out = {
             "series": {
@@ -133,6 +159,8 @@ class ChartData:
             "band": [asdict(b) for b in self.band],
             "shifts": [asdict(s) for s in self.shifts],
             "labels": self.commits,
+            "tolerance": self.tolerance,
+            "scale": self.scale(scale),
         }
         if self.pr is not None:
             out["pr"] = {
@@ -222,7 +250,42 @@ def build(
     steps = [s for s in series_steps(conn, [header.series_id]) if not branch or s.branch == branch]
     chart.change_points = with_release_steps(found, steps, points, offset, chart.point_commits)
     chart.band = baseline_band(values, chart.change_points, offset)
+    if (metric := ErrorMetric.parse(header.benchmark.rpartition(".")[2])) is not None:
+        chart.tolerance = tolerance_line(conn, header, metric, drawn_runs(chart, points, bucket_size))
     return chart
+
+
+def drawn_runs(
+    chart: ChartData, points: list[SeriesPoint], bucket_size: int
+) -> list[tuple[float, SeriesPoint]]:
+    """(x, point) of each point drawn, of each bucket its newest point; then the PR head's."""
+    if chart.buckets:
+        drawn = [
+            (b.x, points[min(i * bucket_size + b.n - 1, len(points) - 1)])
+            for i, b in enumerate(chart.buckets)
+        ]
+    else:
+        drawn = [(float(chart.offset + i), p) for i, p in enumerate(chart.points)]
+    if chart.pr:
+        drawn += [(float(chart.pr.x0 + i), p) for i, p in enumerate(chart.pr.points)]
+    return drawn
+
+
+def tolerance_line(
+    conn: Connection, header: SeriesHeader, metric: ErrorMetric, drawn: list[tuple[float, SeriesPoint]]
+) -> list[tuple[float, float]]:
+    """(x, tolerance) where the case's verdict of the point's run held this value to a tolerance: the
+    check of the metric's kind that found the same value (tolerance_of). At most one verdict per drawn
+    point is read (600 buckets or points, and the PR's)."""
+    checks = run_checks(conn, header.case_id, sorted({p.run_id for _, p in drawn}))
+    line = []
+    for x, p in drawn:
+        if p.value is None or p.run_id not in checks:
+            continue
+        found = [(c.metric, c.value, c.tolerance) for c in checks[p.run_id]]
+        if (tolerance := tolerance_of(metric, p.value, found)) is not None:
+            line.append((x, tolerance))
+    return line
 
 
 def with_release_steps(

@@ -16,6 +16,7 @@ from tewatch_dashboards import series_chart
 from tewatch_dashboards.plots import render_series_svg, svg_cache
 from tewatch_dashboards.routes.common import error_page, render
 from tewatch_dashboards.security import SVG_CONTENT_SECURITY_POLICY, SecureHeadersRoute
+from tewatch_dashboards.series_chart import SCALES
 from tewatch_dashboards.views.case_rows import case_rows
 from tewatch_dashboards.views.filters import Filters
 
@@ -23,7 +24,6 @@ router = APIRouter(route_class=SecureHeadersRoute)
 FAILED_SHOWN = 5  # the latest failed verdicts of the series' case, with their error text
 
 RANGES = {"100": 100, "300": 300, "1000": 1000, "all": None}
-SCALES = ("linear", "log")
 
 
 class BadRange(ValueError):
@@ -48,7 +48,7 @@ def series_page(
     branch: str = "",
     last: str = "300",
     pr: OptionalQueryInt = None,
-    scale: str = "linear",
+    scale: str = "auto",
 ) -> HTMLResponse:
     header = series_header(conn, series_id)
     if header is None:
@@ -97,6 +97,7 @@ def series_points(
     branch: str = "",
     last: str = "300",
     pr: OptionalQueryInt = None,
+    scale: str = "auto",
 ) -> Response:
     header = series_header(conn, series_id)
     if header is None:
@@ -105,11 +106,13 @@ def series_points(
         n = parse_last(last)
     except BadRange as exc:
         return JSONResponse({"detail": str(exc)}, status_code=400)
+    if problem := scale_problem(scale):
+        return JSONResponse({"detail": problem}, status_code=400)
     chart = series_chart.build(conn, header, branch.strip(), last=n, pr=pr)
     # orjson writes a non-finite number as null (JSON has none): an infinite value stored before uploads
     # refused them, or one a computation overflowed to, is a gap in the chart instead of a 500
     return Response(
-        orjson.dumps(chart.as_json(), option=orjson.OPT_NON_STR_KEYS), media_type="application/json"
+        orjson.dumps(chart.as_json(scale), option=orjson.OPT_NON_STR_KEYS), media_type="application/json"
     )
 
 
@@ -120,7 +123,7 @@ def series_svg(
     branch: str = "",
     last: str = "300",
     pr: OptionalQueryInt = None,
-    scale: str = "linear",
+    scale: str = "auto",
 ) -> Response:
     header = series_header(conn, series_id)
     if header is None:
@@ -145,13 +148,12 @@ def series_svg(
             series_version(conn, series_id, pr=pr),
             comparison.id if comparison else None,
         )
-    svg = svg_cache.get_or_render(
-        key,
-        lambda: render_series_svg(
-            series_chart.build(conn, header, branch.strip(), last=n, pr=pr),
-            log_scale=scale == "log",
-        ),
-    )
+
+    def rendered() -> str:
+        chart = series_chart.build(conn, header, branch.strip(), last=n, pr=pr)
+        return render_series_svg(chart, log_scale=chart.scale(scale) == "log")
+
+    svg = svg_cache.get_or_render(key, rendered)
     return Response(
         svg,
         media_type="image/svg+xml",

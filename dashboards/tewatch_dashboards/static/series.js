@@ -8,30 +8,50 @@
   const C = {
     sample: "rgba(122,166,216,0.65)", median: "#1d2433", band: "rgba(118,185,0,0.14)", bandLine: "#76b900",
     regression: "#b54708", improvement: "#1849a9", shift: "#6b4fbb", failure: "#b42318", spread: "rgba(122,166,216,0.35)",
-    pr: "#d6336c", prSample: "rgba(214,51,108,0.55)",
+    pr: "#d6336c", prSample: "rgba(214,51,108,0.55)", tolerance: "#b42318",
   };
 
   const SECOND_STEPS = [[1, "s"], [1e-3, "ms"], [1e-6, "µs"], [1e-9, "ns"]];
   // the step a value of seconds reads in: 999.6 us reads as 1.00 ms, not 1.00e+3 us
   const secondStep = (v) => SECOND_STEPS.find(([scale, suffix]) => Math.abs(Number(v.toPrecision(3))) >= scale || suffix === "ns");
 
+  // binary prefixes, as torch's allocator counts memory: the smallest that reads below 1000 at three digits
+  const BYTE_STEPS = [[1, "B"], [1024, "KiB"], [1048576, "MiB"], [1073741824, "GiB"]];
+  const BYTE_UNITS = { "bytes": "", "bytes/step": "/step" };
+  // a byte axis ticks at whole binary steps (64 MiB, 128 MiB), not at tens of bytes
+  const BYTE_INCRS = [0, 1, 2, 3, 4, 5].flatMap((k) => [1, 2, 4, 8, 16, 32, 64, 128, 256, 512].map((m) => m * 1024 ** k));
+  const byteStep = (v) => BYTE_STEPS.find(([scale], i) => Math.abs(Number((v / scale).toPrecision(3))) < 1000 || i === BYTE_STEPS.length - 1);
+  // the step a value reads in, and its suffix, for units that have steps (seconds, bytes); else null
+  function unitStep(v, unit) {
+    if (unit === "seconds") return secondStep(v);
+    if (unit in BYTE_UNITS) { const [scale, name] = byteStep(v); return [scale, name + BYTE_UNITS[unit]]; }
+    return null;
+  }
+
   function fmt(v, unit) {
     if (v === null || v === undefined || !isFinite(v)) return "—";
-    if (unit === "seconds") {
-      const [scale, suffix] = secondStep(v);
-      return (v / scale).toPrecision(3) + " " + suffix;
-    }
+    const step = unitStep(v, unit);
+    if (step) return (v / step[0]).toPrecision(3) + " " + step[1];
     if (unit === "fraction") return (v * 100).toFixed(1) + " %";
     return v.toPrecision(4) + " " + unit;
   }
   // The y axis's tick labels: on a linear axis every tick in the unit of the largest, so that a zero on a ms
   // axis reads "0 ms"; on a log axis each tick in its own. A tick uPlot leaves unlabelled (null) gets none.
+  // Units without steps (rel error, dB, TFLOP/s) are named once, in the axis's title.
   function yTickLabels(vals, unit, log) {
     const shown = (v) => v !== null && v !== undefined && isFinite(v);
-    if (unit !== "seconds" || log) return vals.map((v) => (shown(v) ? fmt(v, unit) : ""));
+    if (!unitStep(1, unit) && unit !== "fraction") return vals.map((v) => (shown(v) ? String(Number(v.toPrecision(4))) : ""));
+    if (!unitStep(1, unit) || log) return vals.map((v) => (shown(v) ? fmt(v, unit) : ""));
     const top = Math.max(0, ...vals.filter(shown).map(Math.abs));
-    const [scale, suffix] = secondStep(top);
+    const [scale, suffix] = unitStep(top, unit);
     return vals.map((v) => (shown(v) ? Number((v / scale).toPrecision(3)) + " " + suffix : ""));
+  }
+  // The y axis's title: the unit its ticks read in (MiB, ms), else the series' unit.
+  function yAxisTitle(values, unit, log) {
+    const top = Math.max(0, ...values.filter((v) => v !== null && isFinite(v)).map(Math.abs));
+    const step = unitStep(top, unit);
+    const name = step ? step[1] : unit === "fraction" ? "%" : unit;
+    return log ? name + " (log scale)" : name;
   }
 
   // Room right of the plot for half of the widest commit label, so the last one is drawn whole.
@@ -82,6 +102,16 @@
   function prPointAt(d, x) {
     const ps = prPoints(d);
     return ps.length && x >= ps[0].x ? ps[x - ps[0].x] || null : null;
+  }
+
+  // [first x, last x, tolerance] of each stretch of points that share one tolerance
+  function toleranceSegments(line) {
+    const out = [];
+    for (const [x, t] of line) {
+      const last = out[out.length - 1];
+      if (last && last[2] === t) last[1] = x; else out.push([x, x, t]);
+    }
+    return out;
   }
 
   function bandAt(band, x) {
@@ -207,6 +237,16 @@
             const px = line(prs[0].x, C.pr, [2 * devicePixelRatio, 2 * devicePixelRatio], 1);
             if (px !== null) { ctx.fillStyle = C.pr; ctx.fillText("PR #" + d.pr.number, px + 4, top + 28 * devicePixelRatio); }
           }
+          toleranceSegments(d.tolerance || []).forEach(([x0, x1, t], i) => {
+            const left = Math.max(u.bbox.left, u.valToPos(x0 - 0.5, "x", true));
+            const right = Math.min(u.bbox.left + u.bbox.width, u.valToPos(x1 + 0.5, "x", true));
+            const py = Math.round(u.valToPos(t, "y", true));
+            if (right <= left || py < top || py > bottom) return;
+            ctx.strokeStyle = C.tolerance; ctx.lineWidth = 1.5 * devicePixelRatio;
+            ctx.setLineDash([8 * devicePixelRatio, 5 * devicePixelRatio]);
+            ctx.beginPath(); ctx.moveTo(left, py); ctx.lineTo(right, py); ctx.stroke();
+            if (i === 0) { ctx.fillStyle = C.tolerance; ctx.fillText("tolerance " + Number(t.toPrecision(4)), left + 4, py - 4 * devicePixelRatio); }
+          });
           for (const cp of d.change_points) {
             const px = line(cp.x, C[cp.direction], [], 2);
             if (px !== null) { ctx.fillStyle = C[cp.direction]; ctx.fillText(pct(cp.effect), px + 4, top + 14 * devicePixelRatio); }
@@ -260,6 +300,12 @@
                           points: { show: true, size: 5, stroke: C.prSample, fill: C.prSample }, legend: false });
       }
     }
+    const tolerance = new Map((d.tolerance || []).map(([x, t]) => [x, t]));
+    if (tolerance.size) {
+      data.push(xs.map((x) => (tolerance.has(x) ? tolerance.get(x) : null)));
+      // in the data so that the y range holds it; drawn by markers(), as a stretch per tolerance
+      seriesOpts.push({ label: "tolerance", stroke: "rgba(0,0,0,0)", points: { show: false } });
+    }
     for (const x of xs) {
       const seg = bandAt(d.band, x);
       bandLo.push(seg ? seg.lower : null); bandHi.push(seg ? seg.upper : null); baseline.push(seg ? seg.baseline : null);
@@ -273,7 +319,8 @@
     if (d.aggregated) bands.push({ series: [1, 2], fill: C.spread });
 
     let pinned = null;
-    const log = el.dataset.scale === "log";
+    const log = d.scale === "log";
+    const drawnValues = data.slice(1).flat();
     const axisFont = "12px system-ui, -apple-system, \"Segoe UI\", Roboto, sans-serif";
     const opts = {
       width: el.clientWidth || 1000, height: 380,
@@ -288,6 +335,8 @@
           incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000],
           values: (u, vals) => vals.map((v) => commitLabel(d, v)) },
         { stroke: "#4b5565", size: 72, grid: { stroke: "#eef0f3" }, font: axisFont,
+          ...(unit in BYTE_UNITS ? { incrs: BYTE_INCRS } : {}),
+          label: yAxisTitle(drawnValues, unit, log), labelFont: axisFont, labelSize: 20,
           values: (u, vals) => yTickLabels(vals, unit, log) },
       ],
       hooks: {
@@ -306,8 +355,10 @@
       if (idx !== null && idx !== undefined) { pinned = idx; describePoint(d, idx, true); }
     });
     window.addEventListener("resize", () => plot.setSize({ width: el.clientWidth, height: 380 }));
-    el.tewatch = { plot: plot, yTickLabels: yTickLabels };  // what the browser tests read
+    el.tewatch = { plot: plot, yTickLabels: yTickLabels, fmt: fmt };  // what the browser tests read
     el.dataset.yDistr = String(plot.scales.y.distr);
+    el.dataset.yTitle = opts.axes[1].label;
+    el.dataset.tolerance = String(tolerance.size);
     el.dataset.ready = "1";
     el.dataset.points = String(d.aggregated ? d.buckets.length : d.points.length);
     el.dataset.samples = String(d.aggregated ? 0 : d.points.reduce((n, p) => n + p.samples.length, 0));
@@ -318,10 +369,23 @@
     }
   }
 
+  // With the scale left to the chart (auto), the toggle offers the other scale than the one chosen; the
+  // tolerance's legend shows where a check's tolerance is drawn.
+  function showScale(d) {
+    const toggle = document.getElementById("scale-toggle");
+    if (toggle && el.dataset.scale === "auto" && d.scale === "log") {
+      toggle.textContent = "Linear scale";
+      toggle.setAttribute("href", toggle.dataset.linear);
+    }
+    const legend = document.getElementById("tolerance-legend");
+    if (legend && d.tolerance && d.tolerance.length) legend.hidden = false;
+  }
+
   fetch(el.dataset.src, { headers: { Accept: "application/json" } })
     .then((r) => { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
     .then((d) => {
       fillTables(d);
+      showScale(d);
       if ((d.aggregated ? d.buckets.length : d.points.length) + prPoints(d).length === 0) {
         el.appendChild(node("div", { class: "empty" }, "No results in this range."));
         el.dataset.ready = "1";
