@@ -8,6 +8,7 @@ from sqlalchemy import Connection
 
 from tewatch.store.case_reads import SeriesSummary, VerdictRow, case_facts, case_series, case_verdicts
 from tewatch.store.release_reads import SeriesStep, series_steps
+from tewatch_dashboards.views.case_metrics import ErrorRow, MemoryRow, error_rows, memory_rows
 from tewatch_dashboards.views.case_rows import CaseRow, case_rows
 from tewatch_dashboards.views.filters import Filters
 
@@ -20,6 +21,13 @@ class CaseDetail:
     series: list[SeriesSummary]
     history: list[VerdictRow]
     steps: list[SeriesStep]  # its series in each release step, newest first per series
+    memory: list[MemoryRow]
+    errors: list[ErrorRow]
+
+    @property
+    def charted_errors(self) -> list[ErrorRow]:
+        """The error metrics a check holds to a tolerance: drawn with it, to see a walk toward the limit."""
+        return [e for e in self.errors if e.tolerance is not None]
 
 
 def case_detail(conn: Connection, case_id: int, branch: str = "", history: int = 30) -> CaseDetail | None:
@@ -38,4 +46,6 @@ def case_detail(conn: Connection, case_id: int, branch: str = "", history: int =
         series=series,
         history=case_verdicts(conn, case_id, limit=history),
         steps=[s for s in steps if not branch or s.branch == branch],
+        memory=memory_rows(conn, case_id, branch),
+        errors=error_rows(conn, case_id, branch),
     )
