@@ -9,7 +9,6 @@ before it, which sets that order (nothing else of the results is changed)."""
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -267,17 +266,3 @@ def test_the_memory_views_fit_the_screen(memnum, browser, width):
             screenshot(page, f"width-{width}-{name}")
     finally:
         context.close()
-
-
-def test_byte_formatting_reads_in_binary_prefixes():
-    assert [format_bytes(v) for v in (0, 512, 1000, MIB, 796 * MIB, 1023.9 * MIB, 2**30)] == [
-        "0 B",
-        "512 B",
-        "0.977 KiB",
-        "1 MiB",
-        "796 MiB",
-        "1 GiB",
-        "1 GiB",
-    ]
-    assert format_bytes(MIB, "bytes/step") == "1 MiB/step"
-    assert not math.isnan(float(format_bytes(-3 * MIB).split()[0]))
