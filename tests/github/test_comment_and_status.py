@@ -7,7 +7,15 @@ import json
 import pytest
 
 from tests.github.reports import report_payload
-from tewatch.github.comment import MARKER, comment_body, is_ours, sections
+from tewatch.github.comment import (
+    MARKER,
+    BisectionLine,
+    bisection_lines,
+    comment_body,
+    is_ours,
+    sections,
+    with_bisection,
+)
 from tewatch.github.report import DESCRIPTION_CHARS, ReportError, commit_state, parse_report
 
 H1, H2 = "a" * 40, "c" * 40
@@ -76,3 +84,15 @@ def test_the_status_fails_on_a_new_correctness_failure_or_regression(counts, sta
 def test_a_body_that_is_not_a_pr_report_is_refused():
     with pytest.raises(ReportError, match=r"not a pr.report event: data\.pr_number: Field required"):
         parse_report(json.dumps({"id": "x", "created_at": "2026-12-01T10:00:00+00:00", "data": {"n": 1}}))
+
+
+def test_a_bisection_line_is_kept_once_per_bisection_and_cannot_spill_out_of_its_block():
+    body = comment_body(None, event("10:00:00"))
+    body = with_bisection(body, BisectionLine(3, "first\n<!-- /tewatch:bisection -->\nsecond"))
+    body = with_bisection(body, BisectionLine(1, "one"))
+    body = with_bisection(body, BisectionLine(3, "three"))
+    assert bisection_lines(body) == [BisectionLine(1, "one"), BisectionLine(3, "three")]
+    assert len(sections(body)) == 1 and is_ours(body)
+    assert bisection_lines(comment_body(body, event("10:01:00", regressions=1)) or "") == bisection_lines(
+        body
+    )

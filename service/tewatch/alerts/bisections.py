@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tewatch.alerts.events import EventType, emit
+from tewatch.alerts.markdown_text import escape_cell
 from tewatch.store.alert_models import Alert, AlertKind, Detection
 from tewatch.store.bisect_endpoints import Endpoints
 from tewatch.store.bisection_models import Bisection, BisectionStep
@@ -100,11 +101,14 @@ def store_bisection(session: Session, report: BisectionReport, public_url: str) 
     session.add(bisection)
     session.flush()
     if report.status == "finished" and not was_finished:
-        emit(session, EventType.bisection_finished, finished_payload(bisection, public_url))
+        alert = session.get(Alert, bisection.alert_id) if bisection.alert_id is not None else None
+        pr_number = alert.pr_number if alert is not None else None
+        emit(session, EventType.bisection_finished, finished_payload(bisection, public_url, pr_number))
     return bisection
 
 
-def finished_payload(bisection: Bisection, public_url: str) -> dict[str, Any]:
+def finished_payload(bisection: Bisection, public_url: str, pr_number: int | None) -> dict[str, Any]:
+    """`pr_number`: the pull request of the alert the bisection answers, whose GitHub comment gets the line."""
     return {
         "bisection_id": bisection.id,
         "url": f"{public_url.rstrip('/')}/bisections/{bisection.id}",
@@ -118,19 +122,21 @@ def finished_payload(bisection: Bisection, public_url: str) -> dict[str, Any]:
         "culprit_url": commit_url(bisection.repo, bisection.culprit_sha) if bisection.culprit_sha else "",
         "candidates": bisection.candidates,
         "alert_id": bisection.alert_id,
+        "pr_number": pr_number,
         "detection_id": bisection.detection_id,
         "markdown": finished_line(bisection, public_url),
     }
 
 
 def finished_line(bisection: Bisection, public_url: str) -> str:
-    """The line a finished bisection adds to its alert's comment."""
+    """The line a finished bisection adds to its alert's comment; the commit's subject, text from an upload,
+    as inert prose (escaped and defanged)."""
     link = f"{public_url.rstrip('/')}/bisections/{bisection.id}"
     if bisection.culprit_sha:
         sha = bisection.culprit_sha
         return (
             f"Bisection: first bad commit [`{sha[:12]}`]({commit_url(bisection.repo, sha)}) "
-            f"{bisection.culprit_subject} ([steps]({link}))"
+            f"{escape_cell(bisection.culprit_subject)} ([steps]({link}))"
         )
     return f"Bisection: the first bad commit is one of {len(bisection.candidates)} commits ([steps]({link}))"
 

@@ -1,5 +1,6 @@
 """The pull request's one comment: found again by the hidden marker it starts with, and holding one
-section per GPU model, each the Markdown of that GPU's latest `pr.report`.
+section per GPU model, each the Markdown of that GPU's latest `pr.report`, then the line of each finished
+bisection that answered one of the pull request's alerts (`bisection.finished`), kept as reports come.
 
 A section is kept while it reports the same head commit as the newest section; a report older than the
 section it would replace (a retry that arrives late) changes nothing.
@@ -19,6 +20,9 @@ SECTION = re.compile(
     r"<!-- tewatch:section gpu=(?P<gpu>\S+) head=(?P<head>[0-9A-Za-z]+) at=(?P<at>\S+) -->\n"
     r"(?P<markdown>.*?)\n<!-- /tewatch:section -->",
     re.DOTALL,
+)
+BISECTION = re.compile(
+    r"<!-- tewatch:bisection id=(?P<id>\d+) -->\n(?P<line>.*?)\n<!-- /tewatch:bisection -->"
 )
 
 
@@ -40,6 +44,16 @@ class Section:
         )
 
 
+@dataclass(frozen=True)
+class BisectionLine:
+    bisection_id: int
+    line: str
+
+    def render(self) -> str:
+        one_line = " ".join(self.line.split())
+        return f"<!-- tewatch:bisection id={self.bisection_id} -->\n{one_line}\n<!-- /tewatch:bisection -->"
+
+
 def is_ours(body: str | None) -> bool:
     """Starts with the marker (a reply quoting the comment starts with `>`, and is not ours)."""
     return bool(body and body.startswith(MARKER))
@@ -51,8 +65,21 @@ def sections(body: str) -> list[Section]:
     ]
 
 
-def render(kept: list[Section]) -> str:
-    return "\n\n".join([MARKER, *(s.render() for s in sorted(kept, key=lambda s: s.gpu_model))]) + "\n"
+def bisection_lines(body: str) -> list[BisectionLine]:
+    return [BisectionLine(int(m["id"]), m["line"]) for m in BISECTION.finditer(body)]
+
+
+def render(kept: list[Section], lines: list[BisectionLine]) -> str:
+    parts = [s.render() for s in sorted(kept, key=lambda s: s.gpu_model)]
+    parts += [b.render() for b in sorted(lines, key=lambda b: b.bisection_id)]
+    return "\n\n".join([MARKER, *parts]) + "\n"
+
+
+def with_bisection(existing: str | None, line: BisectionLine) -> str:
+    """The comment with a finished bisection's line added, or put in place of its earlier one."""
+    lines = {b.bisection_id: b for b in bisection_lines(existing or "")}
+    lines[line.bisection_id] = line
+    return render(sections(existing or ""), list(lines.values()))
 
 
 def comment_body(existing: str | None, event: PrReportEvent) -> str | None:
@@ -67,4 +94,5 @@ def comment_body(existing: str | None, event: PrReportEvent) -> str | None:
     newest = max(by_gpu.values(), key=lambda s: s.at)
     if newest is not incoming and newest.head_sha != incoming.head_sha:
         return None  # a report of a head the pull request has already moved past
-    return render([s for s in by_gpu.values() if s.head_sha == newest.head_sha])
+    kept = [s for s in by_gpu.values() if s.head_sha == newest.head_sha]
+    return render(kept, bisection_lines(existing or ""))

@@ -1,16 +1,27 @@
 """Sends one `pr.report` to GitHub: the pull request's comment created or updated in place, then the head
-commit's status. Every step is idempotent, so a retry after any failure converges on one comment."""
+commit's status; and one `bisection.finished`: its line added to the comment of the pull request whose
+alert it answered. Every step is idempotent, so a retry after any failure converges on one comment."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tewatch.alerts.events import EventType
 from tewatch.alerts.outcome import Outcome
 from tewatch.core.github_config import GitHubConfig
+from tewatch.github.bisection_event import BisectionFinished, parse_bisection
 from tewatch.github.client import github_client
-from tewatch.github.comment import comment_body, is_ours
+from tewatch.github.comment import BisectionLine, comment_body, is_ours, with_bisection
 from tewatch.github.errors import outcome_of
-from tewatch.github.report import PrReportEvent, ReportError, commit_state, parse_report, status_context
+from tewatch.github.report import (
+    PrReportEvent,
+    ReportError,
+    commit_state,
+    event_type,
+    parse_report,
+    status_context,
+)
 
 if TYPE_CHECKING:
     from githubkit import GitHub
@@ -23,11 +34,18 @@ class GitHubPublisher:
 
     def publish(self, body: bytes | str) -> Outcome:
         try:
+            if event_type(body) == EventType.bisection_finished.value:
+                bisection = parse_bisection(body)
+                return self._guarded(lambda: self._publish_bisection(bisection))
             event = parse_report(body)
         except ReportError as exc:
             return Outcome(error=str(exc), final=True)
+        return self._guarded(lambda: self._publish(event))
+
+    @staticmethod
+    def _guarded(step: Callable[[], Outcome]) -> Outcome:
         try:
-            return self._publish(event)
+            return step()
         except Exception as exc:  # githubkit's errors and anything unforeseen: classified, never raised
             return outcome_of(exc)
 
@@ -65,6 +83,24 @@ class GitHubPublisher:
             status_code=answer.status_code,
             response_head=f"comment {comment_id} {done}; status {state} on {event.report.head_sha[:12]}",
         )
+
+    def _publish_bisection(self, bisection: BisectionFinished) -> Outcome:
+        if bisection.pr_number is None:
+            return Outcome(response_head="skipped: the bisection answers no pull request's alert")
+        line = BisectionLine(bisection.bisection_id, bisection.markdown)
+        ours = self._our_comments(bisection.pr_number)
+        body = with_bisection(ours[0].body if ours else None, line)
+        if not ours:
+            comment_id = self._create(bisection.pr_number, body)
+            ours = self._our_comments(bisection.pr_number)
+            if len(ours) <= 1:
+                return Outcome(status_code=201, response_head=f"comment {comment_id} created")
+            body = with_bisection(ours[0].body, line)  # another worker created one too: keep the oldest
+            self._delete([c.id for c in ours[1:]])
+        if ours[0].body == body:
+            return Outcome(status_code=200, response_head=f"comment {ours[0].id} unchanged")
+        self._update(ours[0].id, body)
+        return Outcome(status_code=200, response_head=f"comment {ours[0].id} updated")
 
     def _our_comments(self, pr_number: int) -> list[Any]:
         """The pull request's comments that are ours, oldest first, every page read (the Link header's)."""

@@ -16,6 +16,18 @@ class ReportError(ValueError):
     """An event body that is not a usable `pr.report`."""
 
 
+class _Type(BaseModel):
+    type: str
+
+
+def event_type(body: bytes | str) -> str:
+    """The event's `type`; "" for a body that names none."""
+    try:
+        return _Type.model_validate_json(body).type
+    except ValidationError:
+        return ""
+
+
 class _Envelope(BaseModel):
     id: str
     created_at: str  # ISO 8601, UTC: orders two reports of one pull request and GPU

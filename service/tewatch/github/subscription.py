@@ -1,5 +1,5 @@
 """The outbox's GitHub subscription, kept in step with the configuration: one active subscription to
-`pr.report` for the configured repository, none while the integration is off."""
+`pr.report` and `bisection.finished` for the configured repository, none while the integration is off."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from sqlalchemy.orm import Session
 from tewatch.alerts.events import EventType
 from tewatch.core.github_config import GitHubConfig
 from tewatch.store.alert_models import SubscriptionKind, WebhookSubscription
+
+EVENT_TYPES = [EventType.pr_report.value, EventType.bisection_finished.value]
 
 
 def sync_github_subscription(session: Session, config: GitHubConfig | None) -> WebhookSubscription | None:
@@ -24,6 +26,7 @@ def sync_github_subscription(session: Session, config: GitHubConfig | None) -> W
     for subscription in active:
         if config is not None and kept is None and subscription.url == config.target:
             kept = subscription
+            kept.event_types = list(EVENT_TYPES)
         else:
             subscription.active = False
             subscription.removed_at = datetime.now(UTC)
@@ -32,7 +35,7 @@ def sync_github_subscription(session: Session, config: GitHubConfig | None) -> W
             kind=SubscriptionKind.github,
             url=config.target,
             secret="",
-            event_types=[EventType.pr_report.value],
+            event_types=list(EVENT_TYPES),
             description=f"GitHub pull requests of {config.repository}",
         )
         session.add(kept)
