@@ -6,8 +6,11 @@ driver/CUDA/torch/TE stack; ratios: paired ratios as derived series; direction: 
 compare also reads A/B rounds; modes finds two-speed samples, speeds two-speed series (and their share
 test); evaluation replays steps on H200 noise (noise) and the shapes of shapes; known_steps makes histories
 with known steps; returns finds regressions a series has undone, shared_shifts the shifts most series of
-an environment share. tewatch.pipeline reads the store and
-writes detections and alerts; this package imports neither the store nor the alerts.
+an environment share (and when such a shift has come back or gone). The rules tewatch.pipeline applies to
+what it reads: flips (new failures, passing again, fixes, the replay of a branch's verdicts),
+change_point_alerts (what change points do to stored ones and their alerts), release_steps (which runs a
+release's steps compare); docs/decisions/0010. tewatch.pipeline reads the store, calls these and writes
+detections and alerts; this package imports neither the store nor the alerts.
 """
 
 from tewatch.detect.changepoint import ChangePoint, detect_change_points

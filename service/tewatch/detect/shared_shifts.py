@@ -64,3 +64,17 @@ def shared_shifts(
         found.append(SharedShift(commit, tuple(sorted(taken)), measured.get(commit, len(distinct))))
         left -= taken
     return found
+
+
+def majority_return(back: Sequence[C], members: int) -> C | None:
+    """The commit where most of a shift's `members` series came back to their earlier level (`back`: the
+    commit of each one that did), the most named; None while fewer than half of them have."""
+    if 2 * len(back) < members:
+        return None
+    return Counter(back).most_common(1)[0][0]
+
+
+def shift_gone(found_again: bool, seen: int, measured: int) -> bool:
+    """A stored shift that this pass did not find again is gone when the pass saw at least as many of the
+    environment's series (`seen`) as the shift counted measured: a pass over fewer of them cannot tell."""
+    return not found_again and seen >= measured

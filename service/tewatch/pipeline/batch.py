@@ -17,13 +17,9 @@ from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session
 
 from tewatch.detect.config import ChangePointConfig, CompareConfig
+from tewatch.detect.flips import replay_flips
 from tewatch.pipeline.branch_detection import detect_on_branch
-from tewatch.pipeline.correctness import (
-    CorrectnessChanges,
-    correctness_changes,
-    is_new_failure,
-    store_correctness,
-)
+from tewatch.pipeline.correctness import CorrectnessChanges, correctness_changes, store_correctness
 from tewatch.pipeline.history import run_order
 from tewatch.pipeline.pr_comparison import plan_pr_comparison, store_pr_comparison
 from tewatch.pipeline.release_steps import detect_release_steps
@@ -136,8 +132,9 @@ def replay_correctness(
     for case_id, status, run_id, committed_at, started_at, uploaded_at in rows:
         by_run[run_id].append((case_id, status))
         order[run_id] = run_order(committed_at, started_at, uploaded_at, run_id)
-    alerted = set(
-        session.scalars(
+    alerted = {
+        case_id
+        for case_id in session.scalars(
             select(Alert.case_id).where(
                 Alert.kind == AlertKind.correctness,
                 Alert.branch == branch,
@@ -145,19 +142,10 @@ def replay_correctness(
                 Alert.status.in_([AlertStatus.open, AlertStatus.acknowledged]),
             )
         )
-    )
-    latest: dict[int, VerdictStatus] = {}
-    replayed = []
-    for run_id in sorted(by_run, key=order.__getitem__):
-        verdicts = by_run[run_id]
-        if run_id in batch:
-            before = {case_id: latest[case_id] for case_id, _ in verdicts if case_id in latest}
-            failing = {c for c, s in verdicts if is_new_failure(s, before.get(c))}
-            fixed = {c for c, s in verdicts if s == VerdictStatus.passed and c in alerted}
-            if failing or fixed:
-                replayed.append(
-                    correctness_changes(session, session.get_one(Run, run_id), public_url, before=before)
-                )
-                alerted = (alerted | failing) - fixed
-        latest.update(verdicts)
-    return replayed
+        if case_id is not None
+    }
+    ordered = [(run_id, by_run[run_id]) for run_id in sorted(by_run, key=order.__getitem__)]
+    return [
+        correctness_changes(session, session.get_one(Run, found.run), public_url, before=found.before)
+        for found in replay_flips(ordered, batch, alerted)
+    ]

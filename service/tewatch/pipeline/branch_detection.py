@@ -12,6 +12,13 @@ from sqlalchemy.orm import Session
 
 from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.lifecycle import change_status, open_alert
+from tewatch.detect.change_point_alerts import (
+    AlertStep,
+    alert_step,
+    is_same_change,
+    is_withdrawn,
+    opens_alert,
+)
 from tewatch.detect.changepoint import ChangePoint, detect_change_points
 from tewatch.detect.config import ChangePointConfig
 from tewatch.detect.direction import Direction, direction_of
@@ -85,12 +92,7 @@ def _record_change_point(
     }
     slack = config.persistence
     for stored in existing:
-        at = position.get(stored.commit_id)
-        if (
-            stored.direction == direction.value
-            and at is not None
-            and cp.first_possible_index - slack <= at <= cp.last_possible_index + slack
-        ):
+        if is_same_change(stored.direction, position.get(stored.commit_id), direction, cp, slack):
             for name, value in fields.items():
                 setattr(stored, name, value)
             existing.remove(stored)
@@ -102,9 +104,9 @@ def _record_change_point(
     summary.environment_shifts += shift is not None
     if direction is Direction.improvement:
         summary.new_improvements += 1
-        return detection
-    summary.new_regressions += 1
-    if folded_into is not None:
+    else:
+        summary.new_regressions += 1
+    if not opens_alert(direction, folded_into is not None):
         return detection
     sha_range = commit_range(history, cp)
     alert, created = open_alert(
@@ -187,7 +189,8 @@ def let_go_or_follow(
         if alert is None:
             continue
         environment_alert = folded.get((change.history.info.key, cp.index))
-        if environment_alert is not None and alert.status in STILL_OPEN:
+        step = alert_step(environment_alert is not None, alert.status in STILL_OPEN, k in change.returned)
+        if step is AlertStep.part_of_shift:
             change_status(
                 session,
                 alert,
@@ -196,7 +199,7 @@ def let_go_or_follow(
                 f"part of a shift of its whole environment: alert {environment_alert}",
             )
             summary.resolved_alerts += 1
-        elif k in change.returned:
+        elif step is AlertStep.returned:
             sha = change.history.points[change.change_points[change.returned[k]].index].sha
             resolve_returned(session, alert, sha, summary)
         else:
@@ -280,7 +283,7 @@ def _store_change_points(
                 ]
                 let_go_or_follow(session, item, detections, folded, summary)
                 for gone in existing:
-                    if gone.commit_id in commits:  # later history no longer supports it
+                    if is_withdrawn(gone.commit_id, commits):
                         withdraw(
                             session, gone, summary, item.history.points[-1].sha if item.history.points else ""
                         )

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.lifecycle import change_status, open_alert
 from tewatch.core.statuses import FAILING_STATUSES
+from tewatch.detect.flips import is_fix, is_new_failure, passes_again, verdicts_before
 from tewatch.findings.pr_report import CaseFailure, CaseFixed
 from tewatch.pipeline.labels import case_label, measured_on, verdict_detail
 from tewatch.pipeline.merge_base import merge_base_runs
@@ -25,11 +26,6 @@ from tewatch.store.table_rows import CaseFacts, VerdictFacts
 FAILING = frozenset(VerdictStatus(s) for s in FAILING_STATUSES)
 
 
-def is_new_failure(status: VerdictStatus, previous: VerdictStatus | None) -> bool:
-    """A correctness regression: the case fails now and passed (or did not exist) before."""
-    return status in FAILING and previous in (None, VerdictStatus.passed)
-
-
 def previous_verdicts(session: Session, run: Run) -> dict[int, VerdictStatus]:
     """The verdict each case had before this run: the merge base for a pull request, else the latest
     earlier run on the same branch."""
@@ -38,7 +34,7 @@ def previous_verdicts(session: Session, run: Run) -> dict[int, VerdictStatus]:
         at_base = select(Verdict.case_id, Verdict.status).where(Verdict.run_id.in_([r.id for r in base_runs]))
         return {case_id: status for case_id, status in session.execute(at_base)}  # noqa: C416 - dict() reads a Result, which has keys(), as a mapping
     query = (
-        select(Verdict.case_id, Verdict.status, Run.id)
+        select(Verdict.case_id, Verdict.status, Commit.committed_at)
         .join(Run, Verdict.run_id == Run.id)
         .join(Commit, Run.commit_id == Commit.id)
         .where(
@@ -49,18 +45,7 @@ def previous_verdicts(session: Session, run: Run) -> dict[int, VerdictStatus]:
         )
         .order_by(Commit.committed_at, Run.started_at, Run.id)
     )
-    this_commit = run.commit
-    latest: dict[int, VerdictStatus] = {}
-    for case_id, status, other_id in session.execute(query):
-        other = session.get_one(Run, other_id)
-        if (
-            this_commit.committed_at
-            and other.commit.committed_at
-            and other.commit.committed_at > this_commit.committed_at
-        ):
-            continue
-        latest[case_id] = status
-    return latest
+    return verdicts_before(session.execute(query).all(), run.commit.committed_at)
 
 
 @dataclass(frozen=True)
@@ -144,7 +129,7 @@ def correctness_changes(
                     },
                 )
             )
-        elif verdict.status == VerdictStatus.passed and run.pr_number is None:
+        elif passes_again(verdict.status, on_branch=run.pr_number is None):
             passing.append(case.id)
     return CorrectnessChanges(run.id, run.branch, run.pr_number, run.commit.sha, failures, passing)
 
@@ -236,7 +221,7 @@ def fixed_cases(
     candidates = {
         found.case.id: found
         for found in run_verdicts(conn, run.id, [VerdictStatus.passed])
-        if before.get(found.case.id) in FAILING
+        if is_fix(found.verdict.status, before.get(found.case.id))
     }
     if not candidates:
         return []

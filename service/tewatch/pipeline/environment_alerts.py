@@ -19,7 +19,7 @@ from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.lifecycle import change_status, open_alert
 from tewatch.detect.changepoint import ChangePoint
 from tewatch.detect.direction import Direction, direction_of
-from tewatch.detect.shared_shifts import ShiftMember, shared_shifts
+from tewatch.detect.shared_shifts import ShiftMember, majority_return, shared_shifts, shift_gone
 from tewatch.ingest.plan import UNKNOWN_GPU
 from tewatch.pipeline.history import History, Point
 from tewatch.pipeline.summary import DetectSummary
@@ -60,9 +60,7 @@ class EnvironmentShift:
             for change, k in self.members
             if k in change.returned
         ]
-        if 2 * len(back) < len(self.members):
-            return None
-        return Counter(back).most_common(1)[0][0]
+        return majority_return(back, len(self.members))
 
 
 def _point(change: SeriesChange, index: int) -> Point:
@@ -189,7 +187,7 @@ def store_environment_alerts(
             )
         )
         for alert in stale:
-            if alert.dedupe_key not in current and seen >= (alert.details or {}).get("measured", 0):
+            if shift_gone(alert.dedupe_key in current, seen, (alert.details or {}).get("measured", 0)):
                 change_status(
                     session, alert, AlertStatus.resolved, "detector", "the history no longer shows the shift"
                 )

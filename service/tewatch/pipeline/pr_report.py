@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tewatch.detect.config import CompareConfig
+from tewatch.detect.flips import is_new_failure
 from tewatch.findings.pr_report import (
     CaseFailure,
     CaseFixed,
@@ -25,7 +26,6 @@ from tewatch.pipeline.correctness import (
     FixedCase,
     fixed_cases,
     fixed_findings,
-    is_new_failure,
     previous_verdicts,
 )
 from tewatch.pipeline.history import SeriesInfo, series_infos

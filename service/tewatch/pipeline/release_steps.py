@@ -1,13 +1,12 @@
 """Each TE release judged against the release before it on the same branch and machine, as a pull request
 is judged against its merge base: the comparer on both sides' samples (one run per release is too few
-points for a change point). A branch run of a release is compared with the runs of the release before;
-when that release gains a run, the next release's runs are compared again. Read and computed first, then
-stored in one short write transaction."""
+points for a change point). Which runs are compared with which is tewatch.detect.release_steps' rule;
+this reads the releases, compares and stores. Read and computed first, then stored in one short write
+transaction."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import pairwise
 
 from sqlalchemy import Engine, delete
 from sqlalchemy.orm import Session
@@ -15,15 +14,14 @@ from sqlalchemy.orm import Session
 from tewatch.core.te_releases import is_release
 from tewatch.detect.compare import Comparison
 from tewatch.detect.config import CompareConfig
+from tewatch.detect.release_steps import Step, every_step, has_step, steps_of_run
 from tewatch.detect.version import DETECTOR_VERSION
 from tewatch.pipeline.history import SeriesInfo
 from tewatch.pipeline.pr_comparison import compare_run_samples, nan_to_none
 from tewatch.store.alert_models import ReleaseComparison
 from tewatch.store.database import write_session
 from tewatch.store.models import Run
-from tewatch.store.release_reads import ReleaseRuns, release_places, releases_on
-
-BASE_RUNS = 5  # the newest runs of the release before are its side, as rounds
+from tewatch.store.release_reads import release_places, releases_on
 
 
 @dataclass(frozen=True)
@@ -45,37 +43,29 @@ class ReleaseStepPlan:
 
 
 def step_targets(session: Session, run: Run) -> list[StepTarget]:
-    """What a branch run of a TE release changes: its own comparison against the release before, and the
-    next release's runs against its release (when runs come out of commit order, or a release is run again)."""
+    """The release steps a branch run of a TE release changes (tewatch.detect.release_steps.steps_of_run)."""
     version = run.environment.te_version
     if run.pr_number is not None or not run.branch or not is_release(version):
         return []
     releases = releases_on(session.connection(), run.branch, run.machine_id)
-    index = next(i for i, release in enumerate(releases) if release.version == version)
-
-    targets = [_target(run.branch, run.machine_id, releases[index - 1], version, run.id)] if index > 0 else []
-    if index + 1 < len(releases):
-        later = releases[index + 1]
-        targets += [
-            _target(run.branch, run.machine_id, releases[index], later.version, head)
-            for head in later.run_ids
-        ]
-    return targets
+    return [_target(run.branch, run.machine_id, step) for step in steps_of_run(releases, version, run.id)]
 
 
-def _target(branch: str, machine_id: int, base: ReleaseRuns, head: str, head_run_id: int) -> StepTarget:
-    return StepTarget(branch, machine_id, base.version, head, tuple(base.run_ids[-BASE_RUNS:]), head_run_id)
+def _target(branch: str, machine_id: int, step: Step) -> StepTarget:
+    return StepTarget(
+        branch, machine_id, step.base_version, step.head_version, step.base_run_ids, step.head_run_id
+    )
 
 
 def branch_targets(session: Session, branch: str) -> list[StepTarget]:
     """Every run of every release step on a branch, on each machine (a store filled before release steps
     were stored, or compared again after the comparer changed)."""
     conn = session.connection()
-    targets = []
-    for _, machine_id, _, _ in release_places(conn, branch):
-        for base, head in pairwise(releases_on(conn, branch, machine_id)):
-            targets += [_target(branch, machine_id, base, head.version, run) for run in head.run_ids]
-    return targets
+    return [
+        _target(branch, machine_id, step)
+        for _, machine_id, _, _ in release_places(conn, branch)
+        for step in every_step(releases_on(conn, branch, machine_id))
+    ]
 
 
 def plan_release_steps(
@@ -97,8 +87,8 @@ def store_release_steps(engine: Engine, plans: list[ReleaseStepPlan]) -> int:
             t = plan.target
             session.execute(delete(ReleaseComparison).where(ReleaseComparison.head_run_id == t.head_run_id))
             for series_id, _, comparison in plan.compared:
-                if not (comparison.n_base and comparison.n_head):
-                    continue  # a series one of the releases did not measure has no step
+                if not has_step(comparison.n_base, comparison.n_head):
+                    continue
                 session.add(
                     ReleaseComparison(
                         branch=t.branch,
