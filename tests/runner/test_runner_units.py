@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.harness import probe
+from tewatch.core.asv_env import results_file_name
 from tewatch.runner import results, sidecar
 from tewatch.runner.commit import choose_commit
 
@@ -127,7 +128,7 @@ def test_the_service_side_case_id_matches_the_suites() -> None:
 
 def test_refile_moves_the_results_and_sidecar_under_another_commit(tmp_path: Path) -> None:
     data = _results_file([1.0, 2.0])
-    path = tmp_path / results.results_name(data["commit_hash"], data["env_name"])
+    path = tmp_path / results_file_name(data["commit_hash"], data["env_name"])
     results.save(path, data)
     (results.sidecar_dir(path) / "cases").mkdir(parents=True)
     moved = results.refile(path, "0123456789abcdef")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tewatch.core.asv_env import results_suffix
 from tewatch.ingest.asv_files import parse_results
 
 
@@ -36,7 +37,7 @@ def archive_environments(
 ) -> dict[str, dict[str, ArchiveSeries]]:
     """{asv environment: {benchmark: its history}} in one read of the archive, of one environment or all."""
     runs: dict[tuple[str, str], dict[tuple[int, str], list[float]]] = defaultdict(lambda: defaultdict(list))
-    suffix = f"-{env_name}.json" if env_name else ".json"
+    suffix = results_suffix(env_name)
     with tarfile.open(archive) as tar:
         for member in tar:
             if not member.isfile() or not member.name.endswith(suffix):

@@ -8,9 +8,9 @@ before 0.3) gets the name asv gives it. Shapes asv would trip over are an Ingest
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from tewatch.core.asv_env import env_name_without_tool
 from tewatch.ingest.errors import IngestError
 
 # (column, what it is read from, how a stats object gives it), in asv's order
@@ -134,26 +134,6 @@ def _five_digits(item: Any) -> Any:
 
 
 def _env_name(data: dict[str, Any], file: str) -> str:
-    """asv's name of an environment without a tool name (`get_env_name("", python, requirements, {})`),
-    which files written before asv stored `env_name` are filed under."""
+    """The name files written before asv stored `env_name` are filed under."""
     requirements = _object(data["requirements"], file, "requirements")
-    name = [f"py{data['python']}"]
-    for key, value in sorted(requirements.items()):
-        name.append(f"{key}{value}" if value else key)
-    return _sanitize_filename("-".join(name))
-
-
-_NTFS_RESERVED = {
-    "CON",
-    "PRN",
-    "AUX",
-    "NUL",
-    *(f"COM{i}" for i in range(1, 10)),
-    *(f"LPT{i}" for i in range(1, 10)),
-}
-
-
-def _sanitize_filename(name: str) -> str:
-    """asv.util.sanitize_filename."""
-    name = re.sub('[<>:"/\\^|?*\x00-\x1f]', "_", name)
-    return name + "_" if name.upper() in _NTFS_RESERVED else name
+    return env_name_without_tool(data["python"], requirements)

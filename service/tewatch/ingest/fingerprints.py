@@ -8,6 +8,8 @@ import json
 from json.encoder import encode_basestring as encode_json_string
 from typing import Any
 
+from tewatch.core.asv_env import is_existing
+
 
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -75,7 +77,7 @@ def asv_environment(env_name: str, python: str, requirements: dict[str, str]) ->
     """(identity, name) of the asv environment a results file was measured in; ("", "") for asv's
     `existing` environment, the interpreter a runner has installed, whose name is only its path (the two
     sides of an A/B session run in two of them and measure the same cases)."""
-    if env_name == "existing" or env_name.startswith("existing-"):
+    if is_existing(env_name):
         return "", ""
     return canonical_json({"name": env_name, "python": python, "requirements": requirements}), env_name
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tewatch.core.asv_env import results_file_name
+
 
 def load(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())  # Python's json accepts asv's NaN tokens
@@ -19,10 +21,6 @@ def load(path: Path) -> dict[str, Any]:
 
 def save(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, allow_nan=True, separators=(",", ":")))
-
-
-def results_name(sha: str, env_name: str) -> str:
-    return f"{sha[:8]}-{env_name}.json"
 
 
 def find(machine_dir: Path, sha: str) -> Path | None:
@@ -41,7 +39,7 @@ def refile(path: Path, sha: str) -> Path:
     """File a results file (and its sidecar folder) under another commit; returns the new path."""
     data = load(path)
     data["commit_hash"] = sha
-    target = path.with_name(results_name(sha, data["env_name"]))
+    target = path.with_name(results_file_name(sha, data["env_name"]))
     save(target, data)
     old_sidecar, new_sidecar = sidecar_dir(path), sidecar_dir(target)
     if target != path:
