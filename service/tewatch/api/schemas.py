@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, BeforeValidator, Field
 
 from tewatch.api.times import UtcTime
+from tewatch.store.run_reads import RunRow
 
 # TE's version and commit, null where the run had no TE (a CPU run of torch-ref): the store keeps ""
 TeText = Annotated[str | None, BeforeValidator(lambda value: value or None)]
@@ -84,6 +87,37 @@ class RunSummary(BaseModel):
     te_commit: TeText
     python: str
 
+    @classmethod
+    def of(cls, row: RunRow, **more: Any) -> Self:
+        """The API's run from the read layer's row (tewatch.store.run_reads): where a run changes shape on
+        its way out, the one place."""
+        commit, machine = row.commit, row.machine
+        values = _attributes(row.run, _FROM_RUN) | _attributes(row.environment, _FROM_ENVIRONMENT)
+        values |= _attributes(machine, ("gpu_model", "compute_capability"))
+        values |= {"commit_sha": commit.sha, "repo": commit.repo, "committed_at": commit.committed_at}
+        values |= {"machine_id": machine.id, "machine_name": machine.name}
+        return cls(**values, **more)
+
+
+_FROM_ENVIRONMENT = ("torch", "te_version", "te_commit", "python")
+_FROM_RUN = (
+    "id",
+    "digest",
+    "branch",
+    "pr_number",
+    "merge_base_sha",
+    "asv_env_name",
+    "profile",
+    "started_at",
+    "finished_at",
+    "uploaded_at",
+    "summary",
+)
+
+
+def _attributes(source: object, names: Sequence[str]) -> dict[str, Any]:
+    return {name: getattr(source, name) for name in names}
+
 
 class RunFileEntry(BaseModel):
     role: str
@@ -95,6 +129,16 @@ class RunDetail(RunSummary):
     machine: dict[str, Any]
     environment: dict[str, Any]
     files: list[RunFileEntry]
+
+    @classmethod
+    def with_files(cls, row: RunRow, files: list[dict[str, str]]) -> Self:
+        return cls.of(
+            row,
+            gpu_state=row.run.gpu_state,
+            machine=asdict(row.machine),
+            environment=asdict(row.environment),
+            files=files,
+        )
 
 
 class Paged(BaseModel):

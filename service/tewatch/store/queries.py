@@ -1,10 +1,10 @@
-"""The API's reads as plain dicts; runs, machines, latest verdicts and series points through the read
-modules the pages share (run_reads, machine_reads, case_reads, series_reads)."""
+"""The API's reads as plain dicts; machines, latest verdicts and series points through the read modules
+the pages share (machine_reads, case_reads, series_reads). Runs are run_reads' typed rows, which the API
+turns into its answers itself (tewatch.api.schemas.RunSummary.of)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Select, and_, func, select
@@ -27,7 +27,6 @@ from tewatch.store.models import (
     Series,
     Verdict,
 )
-from tewatch.store.run_reads import RunRow, run_filters, run_row, run_rows
 from tewatch.store.series_reads import MAX_SAMPLES_PER_POINT, detailed_points
 
 CASE_COLUMNS = (
@@ -80,68 +79,6 @@ def _page(conn: Connection, statement: Select, limit: int, offset: int) -> Page:
 
 def _enum_value(value: Any) -> Any:
     return getattr(value, "value", value)
-
-
-def _run_summary(row: RunRow) -> dict[str, Any]:
-    run, commit, machine, environment = row.run, row.commit, row.machine, row.environment
-    return {
-        "id": run.id,
-        "digest": run.digest,
-        "branch": run.branch,
-        "pr_number": run.pr_number,
-        "merge_base_sha": run.merge_base_sha,
-        "asv_env_name": run.asv_env_name,
-        "profile": run.profile,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "uploaded_at": run.uploaded_at,
-        "summary": run.summary,
-        "commit_sha": commit.sha,
-        "repo": commit.repo,
-        "committed_at": commit.committed_at,
-        "machine_id": machine.id,
-        "machine_name": machine.name,
-        "gpu_model": machine.gpu_model,
-        "compute_capability": machine.compute_capability,
-        "torch": environment.torch,
-        "te_version": environment.te_version,
-        "te_commit": environment.te_commit,
-        "python": environment.python,
-    }
-
-
-def list_runs(
-    conn: Connection,
-    *,
-    branch: str | None = None,
-    gpu: str | None = None,
-    machine: str | None = None,
-    commit: str | None = None,
-    pr_number: int | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    limit: int = 50,
-    offset: int = 0,
-) -> Page:
-    """Runs, newest first (run_reads.run_rows, as the pages list them). `since` (inclusive) and `until`
-    (exclusive) bound when a run started (its upload time where asv recorded no start), as UTC times."""
-    terms = run_filters(
-        branch=branch, gpu=gpu, machine=machine, commit=commit, pr_number=pr_number, since=since, until=until
-    )
-    found = run_rows(conn, terms, limit, offset)
-    return Page([_run_summary(r) for r in found.rows], found.total, limit, offset)
-
-
-def get_run(conn: Connection, run_id: int) -> dict[str, Any] | None:
-    row = run_row(conn, run_id)
-    if row is None:
-        return None
-    run = _run_summary(row)
-    run["gpu_state"] = row.run.gpu_state
-    run["machine"] = asdict(row.machine)
-    run["environment"] = asdict(row.environment)
-    run["files"] = run_files(conn, run_id)
-    return run
 
 
 def run_exists(conn: Connection, run_id: int) -> bool:

@@ -16,7 +16,7 @@ def compare(base: QueryInt, head: QueryInt, conn: ReadConnection):
     """Every series of two runs side by side, with the head/base ratio, what changed, and the detector's
     verdict on both runs' samples (as a pull request is judged against its merge base)."""
     for run_id in (base, head):
-        if queries.get_run(conn, run_id) is None:
+        if not queries.run_exists(conn, run_id):
             raise HTTPException(404, f"no run {run_id}")
     rows = queries.compare_runs(conn, base, head)
     with Session(bind=conn) as session:

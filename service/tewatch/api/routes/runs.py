@@ -2,8 +2,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
-from tewatch.api.schemas import NOT_FOUND, RunDetail, RunPage, RunResultPage
+from tewatch.api.schemas import NOT_FOUND, RunDetail, RunPage, RunResultPage, RunSummary
 from tewatch.store import queries
+from tewatch.store.run_reads import run_filters, run_row, run_rows
 from tewatch.web.deps import ReadConnection
 from tewatch.web.params import Offset, OptionalQueryInt, OptionalQueryTime, PathInt
 
@@ -26,27 +27,21 @@ def list_runs(
     offset: Offset = 0,
 ):
     """Runs, newest first. A run's start is asv's, or its upload time where asv recorded none."""
-    page = queries.list_runs(
-        conn,
-        branch=branch,
-        gpu=gpu,
-        machine=machine,
-        commit=commit,
-        pr_number=pr,
-        since=since,
-        until=until,
-        limit=limit,
-        offset=offset,
+    terms = run_filters(
+        branch=branch, gpu=gpu, machine=machine, commit=commit, pr_number=pr, since=since, until=until
     )
-    return RunPage(**page.__dict__)
+    found = run_rows(conn, terms, limit, offset)
+    return RunPage(
+        items=[RunSummary.of(r) for r in found.rows], total=found.total, limit=limit, offset=offset
+    )
 
 
 @router.get("/api/v1/runs/{run_id}", response_model=RunDetail, responses=NOT_FOUND)
 def get_run(run_id: PathInt, conn: ReadConnection):
-    run = queries.get_run(conn, run_id)
-    if run is None:
+    row = run_row(conn, run_id)
+    if row is None:
         raise HTTPException(404, f"no run {run_id}")
-    return run
+    return RunDetail.with_files(row, queries.run_files(conn, run_id))
 
 
 @router.get("/api/v1/runs/{run_id}/results", response_model=RunResultPage, responses=NOT_FOUND)
