@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
 
 from tewatch.core.settings import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 DatabaseOption = Annotated[
     str | None,
@@ -39,3 +42,13 @@ def _problem(error: Mapping[str, Any]) -> str:
 def fail(message: str, code: int = 1) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
+
+
+def migrated_engine(db: str | None) -> Engine:
+    """An engine on the database `--db` names (or the settings' default), migrated to this version."""
+    from tewatch.store.database import make_engine
+    from tewatch.store.migrate import upgrade
+
+    url = settings_for(db).database_url
+    upgrade(url)
+    return make_engine(url)

@@ -5,20 +5,11 @@ from __future__ import annotations
 import typer
 
 from tewatch.cli.app import app
-from tewatch.cli.options import DatabaseOption, fail, settings_for
+from tewatch.cli.options import DatabaseOption, fail, migrated_engine
 from tewatch.store.models import TokenScope
 
 token_app = typer.Typer(help="API tokens: upload, triage or admin.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
-
-
-def _engine(db: str | None):
-    from tewatch.store.database import make_engine
-    from tewatch.store.migrate import upgrade
-
-    url = settings_for(db).database_url
-    upgrade(url)
-    return make_engine(url)
 
 
 @token_app.command("create")
@@ -34,7 +25,7 @@ def create(
     """Create a token and print it as the last line; it cannot be shown again."""
     from tewatch.store.tokens import SCOPE_RIGHTS, create_token
 
-    token = create_token(_engine(db), name, scope)
+    token = create_token(migrated_engine(db), name, scope)
     named = f" {name!r}" if name else ""
     typer.echo(f"created {scope.value} token{named}, which may {SCOPE_RIGHTS[scope]}", err=True)
     typer.echo("store it now, it is not shown again:", err=True)
@@ -46,7 +37,7 @@ def list_tokens(db: DatabaseOption = None) -> None:
     """List tokens (ids, names, scopes, dates; never the secrets)."""
     from tewatch.store.tokens import list_tokens as stored
 
-    for row in stored(_engine(db)):
+    for row in stored(migrated_engine(db)):
         state = f"revoked {row['revoked_at']:%Y-%m-%d}" if row["revoked_at"] else "active"
         typer.echo(
             f"{row['id']}\t{row['name'] or '-'}\t{row['scope'].value}\t{row['created_at']:%Y-%m-%d %H:%M}"
@@ -59,6 +50,6 @@ def revoke(token_id: int, db: DatabaseOption = None) -> None:
     """Revoke the token with this id."""
     from tewatch.store.tokens import revoke_token
 
-    if not revoke_token(_engine(db), token_id):
+    if not revoke_token(migrated_engine(db), token_id):
         raise fail(f"no active token with id {token_id}")
     typer.echo(f"revoked token {token_id}")

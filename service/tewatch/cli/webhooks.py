@@ -9,19 +9,10 @@ from rich.console import Console
 from rich.table import Table
 
 from tewatch.cli.app import app
-from tewatch.cli.options import DatabaseOption, fail, settings_for
+from tewatch.cli.options import DatabaseOption, fail, migrated_engine, settings_for
 
 webhooks_app = typer.Typer(help="Signed webhooks: subscriptions and delivery.", no_args_is_help=True)
 app.add_typer(webhooks_app, name="webhooks")
-
-
-def _engine(db: str | None):
-    from tewatch.store.database import make_engine
-    from tewatch.store.migrate import upgrade
-
-    url = settings_for(db).database_url
-    upgrade(url)
-    return make_engine(url)
 
 
 @webhooks_app.command("add")
@@ -44,7 +35,7 @@ def add(
 
     types = [t.strip() for item in events or EVENT_TYPES for t in item.split(",") if t.strip()]
     allow_loopback = settings_for(db).webhook_allow_loopback
-    with write_session(_engine(db)) as session:
+    with write_session(migrated_engine(db)) as session:
         try:
             subscription = add_subscription(
                 session, url, secret, types, description, allow_loopback=allow_loopback
@@ -64,7 +55,7 @@ def list_command(db: DatabaseOption = None) -> None:
     from tewatch.store.alert_models import WebhookDelivery
 
     table = Table("id", "kind", "url", "events", "pending", "delivered", "failed")
-    with Session(_engine(db)) as session:
+    with Session(migrated_engine(db)) as session:
         counts = {
             (sid, status.value): n
             for sid, status, n in session.execute(
@@ -90,7 +81,7 @@ def remove(subscription_id: int = typer.Argument(...), db: DatabaseOption = None
     from tewatch.alerts.subscriptions import SubscriptionError, remove_subscription
     from tewatch.store.database import write_session
 
-    with write_session(_engine(db)) as session:
+    with write_session(migrated_engine(db)) as session:
         try:
             remove_subscription(session, subscription_id)
         except SubscriptionError as exc:
@@ -110,7 +101,7 @@ def deliver(
     from tewatch.worker.outbox import outbox_worker
 
     settings = settings_for(db)
-    worker = outbox_worker(_engine(db), settings)
+    worker = outbox_worker(migrated_engine(db), settings)
     delivered = failed = 0
     try:
         while True:
