@@ -36,6 +36,18 @@ from tewatch.store.database import write_session
 from tewatch.store.models import Run
 
 STALE_ATTEMPTS = 3
+# what the regression.detected event repeats of the stored change point
+_EVENT_FIELDS = (
+    "baseline",
+    "level_after",
+    "effect",
+    "lower_limit",
+    "upper_limit",
+    "z",
+    "environment_shift",
+    "environment_changes",
+    "detector_version",
+)
 
 
 def _links(public_url: str, info: SeriesInfo) -> dict[str, str]:
@@ -137,15 +149,7 @@ def _record_change_point(
             "commit": points[cp.index].sha,
             "last_commit_before": points[cp.before_index].sha,
             "first_possible_commit": points[cp.first_possible_index].sha,
-            "baseline": cp.baseline,
-            "level_after": cp.level_after,
-            "effect": cp.effect,
-            "lower_limit": cp.lower_limit,
-            "upper_limit": cp.upper_limit,
-            "z": cp.z,
-            "environment_shift": shift is not None,
-            "environment_changes": fields["environment_changes"],
-            "detector_version": DETECTOR_VERSION,
+            **{name: fields[name] for name in _EVENT_FIELDS},
             "links": _links(public_url, info),
         }
         emit(session, EventType.regression_detected, payload)
