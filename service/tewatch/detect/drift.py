@@ -71,19 +71,22 @@ class ErrorBand:
         return self.share == 0.0
 
 
-def learn_error_band(groups: Iterable[Sequence[float]]) -> ErrorBand:
-    """The largest relative spread of groups of values each measured by identical code."""
-    share, count = 0.0, 0
+def spreads(groups: Iterable[Sequence[float]]) -> list[tuple[float, float]]:
+    """(width, |median|) of each group of two or more values measured by identical code (one series
+    across A/A arms, rounds or a stretch of branch history)."""
+    found = []
     for group in groups:
         values = np.asarray(group, dtype=float)
-        if values.size < 2:
-            continue
-        count += 1
-        width = float(np.ptp(values))
-        if width:
-            middle = abs(float(np.median(values)))
-            share = max(share, width / middle if middle else float("inf"))
-    return ErrorBand(share, count)
+        if values.size >= 2:
+            found.append((float(np.ptp(values)), abs(float(np.median(values)))))
+    return found
+
+
+def learn_error_band(groups: Iterable[Sequence[float]]) -> ErrorBand:
+    """The largest relative spread of groups of values each measured by identical code."""
+    found = spreads(groups)
+    share = max([0.0, *(width / middle if middle else float("inf") for width, middle in found if width)])
+    return ErrorBand(share, len(found))
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
+from tewatch.detect.drift import spreads
 
 ALLOCATOR_BLOCK_BYTES = 512
 MIB = 2**20
@@ -56,18 +56,10 @@ class BytesNoise:
 def learn_bytes_noise(groups: Iterable[Sequence[float]]) -> BytesNoise:
     """Noise from groups of values each measured by identical code (one series across A/A arms, rounds or a
     stretch of branch history): the largest spread within a group, absolute and relative to its median."""
-    spread, share, count = 0.0, 0.0, 0
-    for group in groups:
-        values = np.asarray(group, dtype=float)
-        if values.size < 2:
-            continue
-        count += 1
-        width = float(np.ptp(values))
-        spread = max(spread, width)
-        middle = abs(float(np.median(values)))
-        if middle:
-            share = max(share, width / middle)
-    return BytesNoise(spread, share, count)
+    found = spreads(groups)
+    spread = max([0.0, *(width for width, _ in found)])
+    share = max([0.0, *(width / middle for width, middle in found if middle)])
+    return BytesNoise(spread, share, len(found))
 
 
 @dataclass(frozen=True)
