@@ -17,12 +17,24 @@ ATEN = [
 ]
 
 
+# the metrics the suites write beside the block (docs/kernels.md): series of their own, lower is better
+HOST_METRICS = {
+    "cpu_seconds": {"value": 4.1e-5, "unit": "seconds"},
+    "launches_per_call": {"value": 0.0, "unit": "count"},
+    "syncs_per_call": {"value": 0.0, "unit": "count"},
+    "copies_per_call": {"value": 0.0, "unit": "count"},
+    "graph_breaks": {"value": 1.0, "unit": "count"},
+}
+
+
 def with_kernels(block: dict | None, run: int = 0) -> dict:
     parts = parts_of(tiny_run(run))
     cases = []
     for name, content in parts["cases"]:
         if name == RECORD and block is not None:
-            content = json.dumps({**json.loads(content), "kernels": block}).encode()
+            record = json.loads(content)
+            record["metrics"] = {**record.get("metrics", {}), **HOST_METRICS}
+            content = json.dumps({**record, "kernels": block}).encode()
         cases.append((name, content))
     parts["cases"] = cases
     return parts
@@ -60,6 +72,20 @@ def test_a_cases_kernel_tables_newest_run_first(stored):
         assert newest["kernels"][0] == ATEN[0] and newest["launches_per_call"] == 0.0
         one = client.get(f"/api/v1/cases/{case_id}/kernels", params={"limit": 1, "offset": 1}).json()
         assert [t["run_id"] for t in one["items"]] == [first] and one["total"] == 2
+
+
+def test_the_host_and_compile_counts_are_series_where_lower_is_better(stored):
+    app, case_id, _, second = stored
+    with app.client(token=None) as client:
+        benchmarks = {
+            b["name"]: b for b in client.get("/api/v1/benchmarks", params={"case": "ops.Scale"}).json()
+        }
+        for metric, expected in HOST_METRICS.items():
+            found = benchmarks[f"ops.Scale.{metric}"]
+            assert (found["unit"], found["higher_is_better"]) == (expected["unit"], False), metric
+        results = client.get(f"/api/v1/runs/{second}/results", params={"limit": 1000}).json()["items"]
+    mine = {r["benchmark"]: r["value"] for r in results if r["case_id"] == case_id}
+    assert mine["ops.Scale.cpu_seconds"] == 4.1e-5 and mine["ops.Scale.graph_breaks"] == 1.0
 
 
 def test_unknown_cases_and_unbounded_pages_are_refused(stored):
