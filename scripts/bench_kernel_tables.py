@@ -159,8 +159,8 @@ def main() -> None:
                     read[name](key)  # warm: the pages this key reads
                     times[layout].append(timed_ms(read[name], key))
             found[name] = {layout: statistics.median(t) for layout, t in times.items()}
-        for name, times in found.items():
-            json_ms, row_ms = times["JSON column"], times["row per kernel"]
+        for name, medians in found.items():
+            json_ms, row_ms = medians["JSON column"], medians["row per kernel"]
             print(f"| {name} | {json_ms:.2f} | {row_ms:.2f} | {row_ms / json_ms:.1f} |")
         written = {layout: w for layout, (_, w, _) in stores.items()}
         sizes = {layout: s / 2**20 for layout, (_, _, s) in stores.items()}
