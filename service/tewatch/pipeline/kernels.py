@@ -214,7 +214,3 @@ def _timing_row(found: ChangedTiming, what: KernelWhat, description: str, verdic
         change=found.timing.effect,
         verdict=verdict,
     )
-
-
-def describe_changes(changes: Sequence[KernelSetChange]) -> str:
-    return "; ".join(c.describe() for c in changes)
