@@ -5,6 +5,7 @@ compiled te.Linear case whose head adds a graph break and compiles slower in bot
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -15,7 +16,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, app_in_process
 from tests.uploads import bundle_of
 from tewatch.ingest.discover import find_runs
 from tewatch.ingest.errors import IngestError
@@ -165,6 +166,11 @@ def test_a_kernel_set_change_on_main_opens_a_kernels_alert(db_url, tmp_path):
         assert alert.run_id == head_id and alert.branch == "main"
         assert f"appeared: {EXTRA} (1 per call)" in alert.title
         assert alert.details["changes"] == [f"appeared: {EXTRA} (1 per call)", "launches per call 3 -> 4"]
+        with app_in_process(db_url) as app, app.client(token=None) as client:
+            [listed] = client.get("/api/v1/alerts", params={"kind": "kernels"}).json()
+            assert listed["id"] == alert.id and listed["case_id"] == alert.case_id
+            shown = html.escape(EXTRA, quote=False)
+            assert shown in client.get("/alerts").text and shown in client.get(f"/alerts/{alert.id}").text
     finally:
         engine.dispose()
 
