@@ -12,6 +12,7 @@ from tewatch.findings.pr_report import (
     SECTIONS,
     CaseFailure,
     CaseFixed,
+    KernelFinding,
     MemoryChange,
     NumericsChange,
     PrReport,
@@ -65,6 +66,23 @@ ROWS = {
             description="rel-L2 of output vs bf16 0.0312 -> 0.0318, +1.9 %, tolerance 0.05",
         )
     ],
+    "kernels": [
+        KernelFinding(
+            benchmark="quantize.Quantize(recipe=fp8-current)",
+            case_id=6,
+            what="kernel set",
+            description="appeared: triton_poi_fused_mul (2 per call); syncs per call 0 -> 1",
+            verdict="changed",
+        ),
+        KernelFinding(
+            benchmark="gemm.Gemm.track_seconds",
+            series_id=9,
+            what="attribution",
+            description="nvjet_tst_#x#_h_bz_TNT +38 us of +41 us",
+            change=0.2,
+            verdict="regression",
+        ),
+    ],
     "known_failures": [FAILURE.model_copy(update={"previous": "error", "case": "ops.Known()"})],
 }
 
@@ -102,7 +120,13 @@ def test_the_comment_shows_what_changed_and_leaves_known_failures_to_the_page():
     assert "| 224 MiB | 288 MiB | +64.0 MiB | **+28.6 %** |  | **regression** |" in markdown
     assert "| — | — |  | — | leak 1.00 MiB/step | **leak** |" in markdown  # a leak and no byte change
     assert "0.0312 -&gt; 0.0318, +1.9 %, tolerance 0.05 | **drift** |" in markdown
-    assert "1 leaking case · 1 error metric drifting" in markdown
+    assert "1 leaking case · 1 error metric drifting · 1 kernel-set change" in markdown
+    assert (
+        "| kernel set | appeared: triton\\_poi\\_fused\\_mul (2 per call); syncs per call 0 -&gt; 1 | — |"
+        in markdown
+    )
+    assert "[`quantize.Quantize(recipe=fp8-current)`](https://tw.example/case/6)" in markdown
+    assert "+38 us of +41 us | **+20.0 %** | **regression** |" in markdown
 
 
 def test_the_payload_parses_back_into_the_same_report_on_githubs_side():
@@ -111,6 +135,7 @@ def test_the_payload_parses_back_into_the_same_report_on_githubs_side():
     assert payload["links"] == {"pr": "https://tw.example/pr/12", "alerts": "https://tw.example/alerts"}
     assert payload["correctness_failures"] == 1 and payload["regressions"][0]["series_id"] == 9
     assert payload["memory_failures"] == 1 and payload["numerics_drift"] == 1
+    assert payload["kernel_changes"] == 1 and payload["kernels"][1]["what"] == "attribution"
     envelope = {"id": "e1", "type": "pr.report", "created_at": "2026-12-01T10:00:00+00:00", "data": payload}
     event = parse_report(json.dumps(envelope))
     assert PrReport.model_validate(event.report.model_dump(exclude={"markdown"})) == report
@@ -148,6 +173,7 @@ def test_a_leak_alone_fails_the_commit_status_and_drift_alone_does_not():
         )
         data = report.model_dump() | rows
         data.pop("correctness_failures"), data.pop("memory_failures"), data.pop("numerics_drift")
+        data.pop("kernel_changes")
         payload = pr_report_event(PrReport.model_validate(data))
         envelope = {
             "id": "e",

@@ -7,10 +7,33 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from tewatch.store.case_reads import SeriesSummary, VerdictRow, case_facts, case_series, case_verdicts
+from tewatch.store.kernel_reads import CaseKernelRun, case_kernel_runs
 from tewatch.store.release_reads import SeriesStep, series_steps
 from tewatch_dashboards.views.case_metrics import ErrorRow, MemoryRow, error_rows, memory_rows
 from tewatch_dashboards.views.case_rows import CaseRow, case_rows
 from tewatch_dashboards.views.filters import Filters
+
+
+@dataclass(frozen=True)
+class KernelLine:
+    name: str
+    calls_per_call: float
+    seconds_per_call: float
+    share: float  # of the call's kernel time
+
+
+def kernel_lines(found: CaseKernelRun) -> list[KernelLine]:
+    """The table's rows with each kernel's share of the call's device time."""
+    total = found.table.total_seconds
+    return [
+        KernelLine(
+            str(k["name"]),
+            float(k["calls_per_call"]),
+            float(k["total_seconds"]),
+            float(k["total_seconds"]) / total if total else 0.0,
+        )
+        for k in found.table.kernels
+    ]
 
 
 @dataclass
@@ -23,6 +46,8 @@ class CaseDetail:
     steps: list[SeriesStep]  # its series in each release step, newest first per series
     memory: list[MemoryRow]
     errors: list[ErrorRow]
+    kernels: CaseKernelRun | None  # its newest kernel table
+    kernel_lines: list[KernelLine]
 
     @property
     def charted_errors(self) -> list[ErrorRow]:
@@ -39,6 +64,7 @@ def case_detail(conn: Connection, case_id: int, branch: str = "", history: int =
         return None
     series = case_series(conn, case_id, branch)
     steps = series_steps(conn, [s.series_id for s in series])
+    kernels = case_kernel_runs(conn, case_id, limit=1)
     return CaseDetail(
         row=rows[0],
         compute_capability=case.compute_capability,
@@ -48,4 +74,6 @@ def case_detail(conn: Connection, case_id: int, branch: str = "", history: int =
         steps=[s for s in steps if not branch or s.branch == branch],
         memory=memory_rows(conn, case_id, branch),
         errors=error_rows(conn, case_id, branch),
+        kernels=kernels[0] if kernels else None,
+        kernel_lines=kernel_lines(kernels[0]) if kernels else [],
     )

@@ -102,6 +102,8 @@ def render_pr_report(report: PrReport) -> str:
         parts.append(plural(report.memory_failures, "leaking case"))
     if report.numerics_drift:
         parts.append(plural(report.numerics_drift, "error metric") + " drifting")
+    if report.kernel_changes:
+        parts.append(plural(report.kernel_changes, "kernel-set change"))
     summary = " · ".join(parts)
     measured = (
         f"{report.rounds} interleaved A/B rounds on one runner" if report.rounds else "one run per side"

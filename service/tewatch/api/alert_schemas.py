@@ -170,3 +170,4 @@ class DetectOut(BaseModel):
     resolved_alerts: int = 0
     returned: int = 0  # regression alerts resolved because their series came back
     environment_alerts: int = 0  # new alerts on a shift most series of an environment share
+    kernel_alerts: int = 0  # new alerts on a case whose kernels changed (docs/kernels.md)

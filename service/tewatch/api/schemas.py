@@ -233,6 +233,35 @@ class CasePage(Paged):
     items: list[CaseEntry]
 
 
+class KernelEntry(BaseModel):
+    name: str = Field(description="the kernel's normalised name (docs/kernels.md)")
+    calls_per_call: float = Field(description="its launches in one case call")
+    total_seconds: float = Field(description="its device time in one case call")
+    mean_seconds: float = Field(description="its device time per launch")
+
+
+class CaseKernelTable(BaseModel):
+    run_id: int
+    commit_sha: str
+    te_version: str | None
+    branch: str | None
+    pr_number: int | None
+    started_at: UtcTime | None
+    device: str = Field(
+        description="cuda: CUPTI's kernels, memsets and copies; cpu: top-level aten operators"
+    )
+    profiled_calls: int
+    launches_per_call: float | None
+    syncs_per_call: float | None
+    copies_per_call: float | None
+    kernels: list[KernelEntry] = Field(description="largest total first")
+
+
+class CaseKernelPage(Paged):
+    case_id: int
+    items: list[CaseKernelTable] = Field(description="newest run first")
+
+
 class SeriesPoint(BaseModel):
     run_id: int
     status: str

@@ -175,7 +175,9 @@ def round_differences(pair: ComparePair, min_samples: int) -> _RoundDifferences 
     if pair.base.round_sizes is None or pair.head.round_sizes is None:
         return None
     base, head = _rounds(pair.base), _rounds(pair.head)
-    enough = max(1, min_samples // 2)
+    # a metric of one value a process (compile time, CPU time per call) has one value a round: its level
+    one_value_rounds = all(n <= 1 for n in (*pair.base.round_sizes, *pair.head.round_sizes))
+    enough = 1 if one_value_rounds else max(1, min_samples // 2)
     base_levels = [np.log(np.median(r)) if len(r) >= enough else np.nan for r in base]
     head_levels = [np.log(np.median(r)) if len(r) >= enough else np.nan for r in head]
     if pair.paired and len(base_levels) == len(head_levels):

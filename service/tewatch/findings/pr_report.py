@@ -8,13 +8,15 @@ A section is a list field of rows on `PrReport` and its entry in SECTIONS; each 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tewatch.findings.table import Cell, Section
 
 MIB = 2**20
+KERNEL_SET_FINDINGS = ("kernel set", "graph breaks")
+KernelWhat = Literal["kernel set", "graph breaks", "compile time", "attribution", "suspect speed-up"]
 
 
 class Row(BaseModel):
@@ -166,6 +168,37 @@ class NumericsChange(Row):
         )
 
 
+class KernelFinding(Row):
+    """What a case call runs, compared (tewatch.detect.kernels, docs/kernels.md): a kernel-set change, a
+    graph break count that changed, a compile time that changed in A/B rounds, the kernels a changed
+    timing is attributed to, or a speed-up reported as suspect."""
+
+    benchmark: str = Field(description="the case, or the series, and its parameters")
+    case_id: int | None = None
+    series_id: int | None = None
+    what: KernelWhat
+    description: str = Field(
+        description="`appeared: triton_poi_fused_mul (2 per call)`, `nvte_quantize_kernel +38 us of +41 us`"
+    )
+    change: float | None = Field(None, description="relative change of the timing it concerns, if one")
+    verdict: str = Field(
+        description="changed (kernel set, graph breaks), regression or improvement (compile time, and "
+        "the timing an attribution explains), suspect"
+    )
+
+    def cells(self, pr_number: int) -> tuple[Cell, ...]:
+        link = _series_link(self.series_id, pr_number)
+        if link is None and self.case_id is not None:
+            link = f"/case/{self.case_id}"
+        return (
+            Cell("case", self.benchmark, link=link),
+            Cell("detail", self.what),
+            Cell("detail", self.description),
+            Cell("change", numbers=(self.change,)),
+            Cell("status", self.verdict),
+        )
+
+
 FAILURE_COLUMNS = ("case", "base", "head", "detail")
 TIMING_COLUMNS = ("benchmark", "base", "head", "change", "95 % interval")
 
@@ -195,6 +228,15 @@ SECTIONS: tuple[Section, ...] = (
         "pr-numerics",
         lead="Error values that moved beyond what identical code does; the cases' verdicts are reported "
         "apart.",
+    ),
+    Section(
+        "kernels",
+        "Kernels",
+        ("case", "what", "finding", "change", "verdict"),
+        "pr-kernels",
+        lead="What the calls run (docs/kernels.md): kernels that appeared or disappeared, launches, "
+        "syncs and copies per call, graph breaks, compile time in A/B rounds; the kernels each changed "
+        "timing is attributed to; speed-ups that change the kernels or beat the bytes-moved ceiling.",
     ),
     Section(
         "known_failures",
@@ -249,10 +291,16 @@ class PrReport(BaseModel):
         default_factory=list, description="a row per case, largest change first"
     )
     numerics: list[NumericsChange] = Field(default_factory=list, description="drift first, largest first")
+    kernels: list[KernelFinding] = Field(
+        default_factory=list,
+        description="kernel-set changes and graph breaks first, then compile time, "
+        "suspect speed-ups and attributions",
+    )
     known_failures: list[CaseFailure] = Field(default_factory=list)
     correctness_failures: int = Field(0, description="how many new correctness failures")
     memory_failures: int = Field(0, description="how many cases leak on the head: their memory check fails")
     numerics_drift: int = Field(0, description="how many error metrics drifted (got worse)")
+    kernel_changes: int = Field(0, description="how many kernel-set and graph break changes")
     min_effect: float = 0.03
     alpha: float = Field(0.05, description="the false discovery rate (Benjamini-Hochberg)")
     detector_version: str = ""
@@ -271,6 +319,10 @@ class PrReport(BaseModel):
         data.setdefault(
             "numerics_drift",
             sum(1 for row in data.get("numerics") or [] if _field(row, "verdict") == "drift"),
+        )
+        data.setdefault(
+            "kernel_changes",
+            sum(1 for row in data.get("kernels") or [] if _field(row, "what") in KERNEL_SET_FINDINGS),
         )
         if "links" not in data:
             base_url = str(data.get("public_url") or "").rstrip("/")

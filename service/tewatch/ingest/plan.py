@@ -124,6 +124,18 @@ class PlannedVerdict(NamedTuple):
     gpu_state: dict[str, Any]
 
 
+class PlannedKernels(NamedTuple):
+    """One case_kernels row; the writer swaps the case fingerprint for the case id."""
+
+    case_fingerprint: str
+    device: str
+    profiled_calls: int
+    launches_per_call: float | None
+    syncs_per_call: float | None
+    copies_per_call: float | None
+    kernels: list[dict[str, Any]]
+
+
 @dataclass
 class RunPlan:
     digest: str
@@ -138,6 +150,7 @@ class RunPlan:
     series: dict[str, tuple[str, str]]  # fingerprint -> (case fingerprint, benchmark name)
     results: list[PlannedResult]
     verdicts: list[PlannedVerdict]
+    kernels: list[PlannedKernels] = field(default_factory=list)
     files: list[tuple[str, bytes]] = field(default_factory=list)  # (role, content) as the store keeps them
     # benchmarks of the results file that benchmarks.json lacks: left out, as asv leaves them out
     skipped_benchmarks: list[str] = field(default_factory=list)
@@ -290,6 +303,7 @@ class _Planner:
             series=self.series,
             results=self.result_rows,
             verdicts=verdicts,
+            kernels=self._kernels(),
             files=self.bundle.stored_files(),
             skipped_benchmarks=skipped,
             results_format=self.results.format_version,
@@ -452,12 +466,15 @@ class _Planner:
                     "version": "",
                     "higher_is_better": metric.unit in HIGHER_IS_BETTER_UNITS,
                 }
+                samples, round_sizes = metric.samples, None
+                if self.rounds:
+                    samples, round_sizes = self._metric_rounds(key, record, metric_name)
                 self.result_rows.append(
                     PlannedResult(
                         self._series(name, case),
                         "ok",
                         metric.value,
-                        metric.samples,
+                        samples,
                         None,
                         None,
                         None,
@@ -467,9 +484,41 @@ class _Planner:
                         "",
                         _utc(record.recorded_at),
                         None,
-                        self._round_sizes(key, name, metric.samples) if self.rounds else None,
+                        round_sizes,
                     )
                 )
+
+    def _metric_rounds(
+        self, key: str, record: CaseRecord, metric_name: str
+    ) -> tuple[list[float] | None, list[int] | None]:
+        """(samples, round sizes) of a metric measured in A/B rounds: its own samples by round, or a
+        one-value metric's value of each round (`round_values`), one sample a round."""
+        metric = record.metrics[metric_name]
+        if metric.samples is not None:
+            return metric.samples, self._round_sizes(key, f"{record.case}.{metric_name}", metric.samples)
+        values = record.round_values.get(metric_name)
+        if values and len(values) > 1:
+            return list(values), [1] * len(values)
+        return None, None
+
+    def _kernels(self) -> list[PlannedKernels]:
+        rows = []
+        for key, record in sorted(self.records.items()):
+            block = record.kernels
+            if block is None:
+                continue
+            rows.append(
+                PlannedKernels(
+                    self._case(key, record.case, record.params).fingerprint,
+                    block.device,
+                    block.profiled_calls,
+                    block.launches_per_call,
+                    block.syncs_per_call,
+                    block.copies_per_call,
+                    [row.model_dump() for row in block.table],
+                )
+            )
+        return rows
 
     def _verdicts(self) -> list[PlannedVerdict]:
         verdicts: list[PlannedVerdict] = []

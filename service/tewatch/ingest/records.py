@@ -166,6 +166,42 @@ class Metric(Strict):
     samples: list[float] | None = None  # per call, where the metric was measured call by call
 
 
+MAX_KERNEL_ROWS = 500  # rows of one case's kernel table (docs/kernels.md): more is refused, naming the record
+MAX_KERNEL_NAME_CHARS = 1000
+PerCall = Annotated[float, Field(ge=0.0)]
+
+
+class KernelRow(Strict):
+    """One normalised kernel name of a case: its launches and device time in one case call."""
+
+    name: Annotated[str, Field(min_length=1, max_length=MAX_KERNEL_NAME_CHARS)]
+    calls_per_call: PerCall
+    total_seconds: PerCall  # device time of its launches in one case call
+    mean_seconds: PerCall  # per launch
+
+
+class KernelsBlock(Strict):
+    """What the profiler pass saw a case call run (docs/kernels.md): its kernels, and its launches,
+    host-device synchronisations and memory copies per call."""
+
+    device: Literal["cuda", "cpu"]
+    profiled_calls: Annotated[int, Field(ge=1, le=INT32_MAX)]
+    table: Annotated[list[KernelRow], Field(max_length=MAX_KERNEL_ROWS)] = Field(default_factory=list)
+    launches_per_call: PerCall | None = None
+    syncs_per_call: PerCall | None = None
+    copies_per_call: PerCall | None = None
+
+    @field_validator("table")
+    @classmethod
+    def _names_once(cls, table: list[KernelRow]) -> list[KernelRow]:
+        seen: set[str] = set()
+        for row in table:
+            if row.name in seen:
+                raise ValueError(f"kernel {row.name[:80]!r} is listed twice; names are normalised once")
+            seen.add(row.name)
+        return table
+
+
 # labels copied into columns of the case (docs/records.md)
 LABEL_TEXT_COLUMNS = {"backend": Case.backend, "recipe": Case.recipe, "mode": Case.mode}
 LABEL_INT_COLUMNS = ("rank", "world_size")
@@ -188,6 +224,7 @@ class CaseRecord(Strict):
     round_sizes: dict[str, list[Annotated[int, Field(ge=0)]]] = Field(default_factory=dict)
     # A/B rounds only: each round's value of a one-value metric (round 1's is the metric's value)
     round_values: dict[str, list[float]] = Field(default_factory=dict)
+    kernels: KernelsBlock | None = None
     recorded_at: Time | None = None
 
     @field_validator("labels")

@@ -13,12 +13,13 @@ from tewatch.ingest.commit_graph import place_commit
 from tewatch.ingest.fingerprints import series_fingerprint, sha256_hex
 from tewatch.ingest.latest import update_latest_verdicts
 from tewatch.ingest.pause_point import pause_point
-from tewatch.ingest.plan import PlannedResult, PlannedVerdict, RunPlan
+from tewatch.ingest.plan import PlannedKernels, PlannedResult, PlannedVerdict, RunPlan
 from tewatch.ingest.upsert import get_or_create_ids, get_or_create_lazily, insert_ignoring_conflicts
 from tewatch.store.bulk import insert_rows
 from tewatch.store.models import (
     Benchmark,
     Case,
+    CaseKernels,
     Commit,
     Environment,
     Machine,
@@ -32,6 +33,7 @@ from tewatch.store.models import (
 
 RESULT_COLUMNS = ("run_id", "series_id", *PlannedResult._fields[1:])
 VERDICT_COLUMNS = ("run_id", "case_id", *PlannedVerdict._fields[1:])
+KERNEL_COLUMNS = ("run_id", "case_id", *PlannedKernels._fields[1:])
 IN_SERIES_ORDER = operator.itemgetter(RESULT_COLUMNS.index("series_id"))  # sort keys of the rows
 IN_CASE_ORDER = operator.itemgetter(VERDICT_COLUMNS.index("case_id"))
 
@@ -98,6 +100,13 @@ def store_plan(conn: Connection, plan: RunPlan) -> StoredRun:
         [(run_id, case_ids[v.case_fingerprint], *v[1:]) for v in plan.verdicts],
         order=IN_CASE_ORDER,
     )
+    if plan.kernels:
+        insert_rows(
+            conn,
+            CaseKernels.__table__,
+            KERNEL_COLUMNS,
+            [(run_id, case_ids[k.case_fingerprint], *k[1:]) for k in plan.kernels],
+        )
     pause_point("after-results", run_id)
     update_latest_verdicts(conn, run_id, plan.run["branch"])
     conn.execute(

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from tewatch.detect.config import ChangePointConfig, CompareConfig
 from tewatch.pipeline.branch_detection import detect_on_branch
 from tewatch.pipeline.correctness import correctness_changes, store_correctness
+from tewatch.pipeline.kernel_alerts import alert_kernel_changes
 from tewatch.pipeline.pr_comparison import PrComparisonPlan, plan_pr_comparison, store_pr_comparison
 from tewatch.pipeline.release_steps import detect_release_steps
 from tewatch.pipeline.summary import DetectSummary
@@ -50,4 +51,5 @@ def detect_after_upload(
             engine, branch, public_url, change_config or ChangePointConfig(), summary, series_ids
         )
         detect_release_steps(engine, [run_id], compare_config)
+        summary.kernel_alerts += alert_kernel_changes(engine, run_id)
     return summary

@@ -63,8 +63,11 @@ def _sides(rows: list[tuple[list | None, float | None, list | None]]) -> Side:
 
 def _compared(info: SeriesInfo, head: Side) -> bool:
     """Metrics of one value per run (TFLOP/s and share of the ceiling beside their timing, compile time,
-    the host's share) are not compared: one value per side is no measurement of a change."""
-    return info.kind != "metric" or np.size(head.samples) > 1
+    the host's share) are not compared: one value per side is no measurement of a change. Metrics in
+    seconds with several values (kernel time's samples; compile and CPU time, one value per A/B round)
+    are timings; bytes, counts and error values have rules of their own (tewatch.detect.memory, drift,
+    kernels)."""
+    return info.kind != "metric" or (info.unit == "seconds" and np.size(head.samples) > 1)
 
 
 KERNEL_METRIC = "kernel_seconds"

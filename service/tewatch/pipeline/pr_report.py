@@ -29,6 +29,7 @@ from tewatch.pipeline.correctness import (
     previous_verdicts,
 )
 from tewatch.pipeline.history import SeriesInfo, series_infos
+from tewatch.pipeline.kernels import ChangedTiming, KernelEvidence, kernel_evidence, kernel_findings
 from tewatch.pipeline.labels import case_label, verdict_detail
 from tewatch.pipeline.memory_numerics import memory_and_numerics
 from tewatch.pipeline.merge_base import merge_base_runs
@@ -86,8 +87,8 @@ def case_verdicts(series: list[SeriesFinding]) -> dict[int, str]:
     return verdicts
 
 
-def _largest_first(series: list[SeriesFinding], verdict: str) -> list[TimingChange]:
-    found = [s.timing for s in series if s.verdict == verdict]
+def _largest_first(series: list[SeriesFinding], verdict: str, taken: set[int]) -> list[TimingChange]:
+    found = [s.timing for s in series if s.verdict == verdict and s.timing.series_id not in taken]
     return sorted(found, key=lambda t: -abs(t.effect or 0.0))
 
 
@@ -114,7 +115,7 @@ def case_failures(
 @dataclass(frozen=True)
 class ReportInputs:
     """What a report is made of besides its timings: the head run, the runs it is judged against, its
-    failures and fixes against them, and its memory and error values' changes."""
+    failures and fixes against them, its memory and error values' changes, and its kernels."""
 
     run: Run
     base_runs: list[Run]
@@ -123,6 +124,7 @@ class ReportInputs:
     fixed: list[CaseFixed]
     memory: list[MemoryChange]
     numerics: list[NumericsChange]
+    kernels: KernelEvidence
 
 
 def build_pr_report(
@@ -137,6 +139,12 @@ def build_pr_report(
     if run.pr_number is None:
         raise ValueError(f"run {run.id} is not a pull request's")
     base_versions = [r.environment.te_version for r in inputs.base_runs if r.environment.te_version]
+    changed = [
+        ChangedTiming(s.timing.series_id, s.info, s.verdict, s.timing)
+        for s in series
+        if s.verdict in (REGRESSION, IMPROVEMENT) and s.timing.series_id is not None
+    ]
+    kernels, taken = kernel_findings(inputs.kernels, changed)
     return PrReport(
         pr_number=run.pr_number,
         repo=run.commit.repo,
@@ -153,10 +161,11 @@ def build_pr_report(
         case_counts=dict(Counter(case_verdicts(series).values())),
         correctness=inputs.correctness,
         fixed=inputs.fixed,
-        regressions=_largest_first(series, REGRESSION),
-        improvements=_largest_first(series, IMPROVEMENT),
+        regressions=_largest_first(series, REGRESSION, taken),
+        improvements=_largest_first(series, IMPROVEMENT, taken),
         memory=inputs.memory,
         numerics=inputs.numerics,
+        kernels=kernels,
         known_failures=inputs.known_failures,
         min_effect=config.min_effect,
         alpha=config.alpha,
@@ -178,7 +187,8 @@ def report_inputs(
     before = previous_verdicts(session, run)
     fixed = fixed_cases(session, run, before) if fixed is None else fixed
     new, known = case_failures(session, run, before)
-    memory, numerics = memory_and_numerics(session, run.id, [r.id for r in base_runs])
+    base_run_ids = [r.id for r in base_runs]
+    memory, numerics = memory_and_numerics(session, run.id, base_run_ids)
     return ReportInputs(
         run,
         base_runs,
@@ -187,6 +197,7 @@ def report_inputs(
         fixed_findings(session, base_runs, fixed, public_url),
         memory,
         numerics,
+        kernel_evidence(session, run.id, base_run_ids),
     )
 
 

@@ -18,6 +18,7 @@ class DetectSummary:
     returned: int = 0  # regression alerts resolved because their series came back
     environment_alerts: int = 0  # shifts shared by most series of an environment, one alert each
     correctness_alerts: int = 0
+    kernel_alerts: int = 0  # cases whose kernels changed on the branch (docs/kernels.md)
     resolved_alerts: int = 0
     comparisons: dict[str, int] = field(default_factory=dict)
     events: int = 0

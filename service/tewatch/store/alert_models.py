@@ -31,6 +31,7 @@ class AlertKind(str, enum.Enum):
     correctness = "correctness"  # a case's verdict left `pass`
     regression = "regression"  # a timing (or throughput, or bytes) change for the worse
     numerics = "numerics"  # an error metric's change for the worse on a branch
+    kernels = "kernels"  # what a case call runs changed on a branch (docs/kernels.md)
 
 
 # the alerts a branch's change point opens, which letting go and withdrawing follow

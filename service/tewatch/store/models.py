@@ -265,6 +265,28 @@ class Verdict(Base):
     gpu_state: Mapped[dict] = mapped_column(JSON, default=dict)
 
 
+class CaseKernels(Base):
+    """A case's kernel table in one run (the `kernels` block of its record, docs/kernels.md): one row per
+    case and run, the kernels as a JSON list (docs/kernels.md says why not a row per kernel). Like Result,
+    run_id and case_id carry no foreign key; ingest is the only writer."""
+
+    __tablename__ = "case_kernels"
+    __table_args__ = (
+        UniqueConstraint("run_id", "case_id"),
+        Index("ix_case_kernels_case", "case_id", "run_id"),
+    )
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(Integer)
+    case_id: Mapped[int] = mapped_column(Integer)
+    device: Mapped[str] = mapped_column(String(16))
+    profiled_calls: Mapped[int] = mapped_column(Integer)
+    launches_per_call: Mapped[float | None] = mapped_column(Float)
+    syncs_per_call: Mapped[float | None] = mapped_column(Float)
+    copies_per_call: Mapped[float | None] = mapped_column(Float)
+    # [{"name", "calls_per_call", "total_seconds", "mean_seconds"}], largest total first
+    kernels: Mapped[list] = mapped_column(JSON, default=list)
+
+
 class LatestVerdict(Base):
     """The verdict of the newest run of every case in commit order (commit date, run start, run id; the
     first two kept here), kept by ingest in its transaction.

@@ -7,7 +7,7 @@ from tewatch.alerts.lifecycle import TransitionError, change_status
 from tewatch.api.alert_schemas import AlertDetailOut, AlertOut, StatusChangeIn
 from tewatch.api.schemas import BUSY, NOT_FOUND
 from tewatch.store import alert_queries as queries
-from tewatch.store.alert_models import Alert
+from tewatch.store.alert_models import Alert, AlertKind
 from tewatch.store.database import write_session
 from tewatch.web.deps import TriageScope, get_engine, read_access
 from tewatch.web.params import Offset, OptionalQueryInt, PathInt
@@ -19,7 +19,7 @@ router = APIRouter(tags=["alerts"])
 def list_alerts(
     request: Request,
     status: Literal["open", "acknowledged", "resolved", "dismissed"] | None = None,
-    kind: Literal["correctness", "regression"] | None = None,
+    kind: AlertKind | None = None,
     branch: str | None = None,
     pr: OptionalQueryInt = None,
     gpu: str | None = None,
