@@ -11,8 +11,8 @@ pass, less those of the boundaries (measured alone) and of the final synchronisa
 synchronisations and blocking copies per call.
 
 On a CPU a short torch.profiler pass over a few calls, each inside a `record_function` marker, gives
-the top-level aten operators of a call (the first aten operator on each path below the marker), with
-device `cpu` and no launches.
+the top-level aten operators of a call (the first aten operator on each path below the marker, nesting
+read from the operators' intervals on their thread), with device `cpu` and no launches.
 """
 
 from __future__ import annotations
@@ -273,18 +273,18 @@ def profile_cuda(fn: Callable[[], Any], flush_l2: bool, calls: int = KERNEL_CALL
     return CudaProfile(per_call_seconds(split), table)
 
 
-def cpu_ops(events: Iterable[Any]) -> list[CpuOp]:
-    """torch.profiler's FunctionEvents as CpuOps (each event's parent by its index)."""
-    events = list(events)
-    index = {id(e): i for i, e in enumerate(events)}
-    return [
-        CpuOp(
-            e.name,
-            float(e.time_range.elapsed_us()),
-            index.get(id(e.cpu_parent)) if e.cpu_parent is not None else None,
-        )
-        for e in events
-    ]
+def nested_ops(rows: Iterable[tuple[str, int, int, int]]) -> list[CpuOp]:
+    """(name, start ns, end ns, thread) of profiled operators as CpuOps, each one's parent the innermost
+    operator of its thread whose interval holds it (record_function scopes nest)."""
+    ordered = sorted(rows, key=lambda r: (r[3], r[1], -r[2]))
+    ops: list[CpuOp] = []
+    open_ops: list[tuple[int, int, int]] = []  # (index, end, thread) of the enclosing operators
+    for name, start, end, thread in ordered:
+        while open_ops and (open_ops[-1][2] != thread or open_ops[-1][1] <= start):
+            open_ops.pop()
+        ops.append(CpuOp(name, (end - start) / 1e3, open_ops[-1][0] if open_ops else None))
+        open_ops.append((len(ops) - 1, end, thread))
+    return ops
 
 
 def profile_cpu(fn: Callable[[], Any], calls: int = CPU_PROFILED_CALLS) -> dict[str, Any] | None:
@@ -295,4 +295,10 @@ def profile_cpu(fn: Callable[[], Any], calls: int = CPU_PROFILED_CALLS) -> dict[
         for _ in range(calls):
             with record_function(CALL_MARKER):
                 fn()
-    return cpu_table(cpu_ops(prof.events()))
+    # Kineto's raw events: torch's own FunctionEvent tree took 2.1 s for 5 calls of an emulated te.Linear
+    # step (7,900 events), these 0.05 s
+    rows = (
+        (e.name(), e.start_ns(), e.end_ns(), e.start_thread_id())
+        for e in prof.profiler.kineto_results.events()
+    )
+    return cpu_table(nested_ops(rows))

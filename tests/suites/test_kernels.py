@@ -171,6 +171,31 @@ def test_a_real_cpu_profile_lists_the_top_level_aten_operators_of_a_call() -> No
         assert row["mean_seconds"] > 0
 
 
+def test_operators_nest_by_their_intervals_on_their_thread() -> None:
+    rows = [
+        ("aten::zeros", 0, 5, 1),
+        (kernels.CALL_MARKER, 10, 100, 1),
+        ("aten::mul", 10, 30, 1),  # starts with the marker: inside it
+        ("aten::empty", 12, 14, 1),
+        ("aten::add", 40, 50, 2),  # another thread, at the same time: not the marker's
+        ("autograd::engine::evaluate_function: MulBackward0", 60, 90, 1),
+        ("aten::mul", 62, 70, 1),
+    ]
+    ops = kernels.nested_ops(rows)
+    by_name = [(op.name, ops[op.parent].name if op.parent is not None else None) for op in ops]
+    assert by_name == [
+        ("aten::zeros", None),
+        (kernels.CALL_MARKER, None),
+        ("aten::mul", kernels.CALL_MARKER),
+        ("aten::empty", "aten::mul"),
+        ("autograd::engine::evaluate_function: MulBackward0", kernels.CALL_MARKER),
+        ("aten::mul", "autograd::engine::evaluate_function: MulBackward0"),
+        ("aten::add", None),
+    ]
+    calls, per_name = kernels.top_level_ops(ops)
+    assert calls == 1 and dict(per_name) == {"aten::mul": [20e-9, 8e-9]}
+
+
 def test_operators_outside_a_call_are_not_the_calls() -> None:
     ops = [
         kernels.CpuOp("aten::zeros", 5.0, None),
