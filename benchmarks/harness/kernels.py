@@ -63,10 +63,12 @@ SYNCS = frozenset(
         "cudaMemcpy",
         "cudaMemcpy2D",
         "cuMemcpyDtoH",
-        "cuMemcpyDtoH_v2",
     }
 )
 _API_CALL = re.compile(r"^cu(?:da)?[A-Z]")
+# CUPTI names some API calls by version and stream mode: cudaLaunchKernelExC_v11060, cuMemcpyDtoH_v2,
+# cudaStreamSynchronize_ptsz
+_API_SUFFIX = re.compile(r"(?:_v\d+|_pt(?:sz|ds))+$")
 
 
 @dataclass(frozen=True, order=True)
@@ -131,9 +133,10 @@ def host_counts(activities: Iterable[Activity]) -> dict[str, int]:
     for activity in activities:
         if activity.on_device:
             continue
-        if activity.name in LAUNCHES:
+        name = _API_SUFFIX.sub("", activity.name)
+        if name in LAUNCHES:
             counts["launches"] += 1
-        elif activity.name in SYNCS:
+        elif name in SYNCS:
             counts["syncs"] += 1
     return counts
 

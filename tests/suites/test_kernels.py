@@ -61,9 +61,12 @@ def two_calls() -> list[KinetoEvent]:
         events += [
             host(t + 70, "cudaMemcpyAsync"),
             device(t + 72, 1, D2H),
-            host(t + 73, "cudaStreamSynchronize"),
+            host(t + 73, "cudaStreamSynchronize_ptsz"),
         ]
-        events += [host(t + 80, "cudaLaunchKernelExC"), device(t + 85, 100, GEMM.replace("128x128x64", tile))]
+        events += [
+            host(t + 80, "cudaLaunchKernelExC_v11060"),
+            device(t + 85, 100, GEMM.replace("128x128x64", tile)),
+        ]
         events += [host(t + 90, "cudaLaunchKernel"), device(t + 190, 6, CAST.replace("<4,", "<8,"))]
         events.append(KinetoEvent(t + 95, 3, "aten::mm", DeviceType.CPU))  # no API call: left out
         t += 300
@@ -82,9 +85,9 @@ def test_kineto_events_become_device_activities_and_api_calls_in_start_order() -
     assert {a.name for a in found if not a.on_device} == {
         "cudaLaunchKernel",
         "cuLaunchKernel",
-        "cudaLaunchKernelExC",
+        "cudaLaunchKernelExC_v11060",
         "cudaMemcpyAsync",
-        "cudaStreamSynchronize",
+        "cudaStreamSynchronize_ptsz",
         "cudaDeviceSynchronize",
     }
 
