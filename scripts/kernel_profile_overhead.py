@@ -50,8 +50,8 @@ def measure(spec: str) -> dict[str, float]:
     case = getattr(importlib.import_module(f"benchmarks.{module}"), name)()
     case.setup(*params)
     assert case.prepared is not None
-    fn, profile = case.prepared.fn, current_profile()
-    plan = sample_plan(profile, case.prepared)
+    fn, case_profile = case.prepared.fn, current_profile()
+    plan = sample_plan(case_profile, case.prepared)
 
     started = time.perf_counter()
     timing = measure(fn, "cpu", plan)
