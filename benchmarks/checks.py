@@ -20,6 +20,7 @@ DcpRoundTrip     a te.Linear whose weight is quantized at init, saved and loaded
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -33,6 +34,7 @@ from benchmarks.contracts import (
 )
 from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared, Unsupported
+from benchmarks.harness.compile_cost import CompileCost
 from benchmarks.harness.cpu_ops import cpu_op_checks
 from benchmarks.harness.dcp_round_trip import RECIPES as DCP_RECIPES
 from benchmarks.harness.numerics import differing_buffers, error_metrics, relative_error
@@ -332,14 +334,17 @@ class CompileSequence(_CompiledVsEager):
         eager, compiled = make_module(), make_module()
         with torch.no_grad():
             compiled.weight.copy_(eager.weight)
-        torch._dynamo.reset()
+        cost = CompileCost(device)
         forward_eager = _forward(eager, autocast)
         forward_compiled = torch.compile(_forward(compiled, autocast), mode="default")
         steps = _steps(p["sequence"], profile, device)
-        for name, step in steps:
-            got, want = step(compiled, forward_compiled), step(eager, forward_eager)
+        for i, (name, step) in enumerate(steps):
+            with cost.first_call() if i == 0 else contextlib.nullcontext():
+                got = step(compiled, forward_compiled)
+            want = step(eager, forward_eager)
             worst = max(_max_difference(a, b) for a, b in zip(got, want, strict=True))
             self.record.add(records.compare(f"compiled_vs_eager_{name}", "max_abs_diff", worst, 0.0))
+        cost.write(self.record)
         last = steps[-1][1]
         return Prepared(fn=lambda: last(compiled, forward_compiled), device=device)
 
@@ -412,7 +417,7 @@ class CompiledLayer(_CompiledVsEager):
         make_layer, autocast = _layer_builders(p["recipe"], p["layer"], profile)
         eager, compiled = make_layer(), make_layer()
         compiled.load_state_dict(eager.state_dict())
-        torch._dynamo.reset()
+        cost = CompileCost(profile.device)
         compiled_forward = torch.compile(compiled, mode="default")
         batch, seq, hidden = _layer_input_shape(profile)
         torch.manual_seed(0)
@@ -431,7 +436,9 @@ class CompiledLayer(_CompiledVsEager):
         for name in ("step", "after_update"):
             if name == "after_update":
                 _update_in_place(eager, compiled)
-            got, want = step(compiled, compiled_forward), step(eager, eager)
+            with cost.first_call() if name == "step" else contextlib.nullcontext():
+                got = step(compiled, compiled_forward)
+            want = step(eager, eager)
             if got.keys() != want.keys():
                 raise AssertionError(
                     f"compiled and eager gradients differ in which weights they reach: "
@@ -454,6 +461,7 @@ class CompiledLayer(_CompiledVsEager):
                     tensors=len(want),
                 )
             )
+        cost.write(self.record)
         return Prepared(fn=lambda: step(compiled, compiled_forward), device=profile.device)
 
 

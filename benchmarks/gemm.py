@@ -12,6 +12,7 @@ from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared
 from benchmarks.harness.numerics import error_metrics, relative_error
 from benchmarks.harness.profiles import Profile, current_profile, parse_shape, selected_backends
+from benchmarks.harness.timed_output import OutputCheck
 
 BACKEND_OF = {
     "bf16": "te",
@@ -98,6 +99,7 @@ class Gemm(Case):
             fn=fn,
             device=device,
             derived=derived,
+            output_check=OutputCheck(),
             sample_seconds=GPU_SAMPLE_SECONDS if device == "cuda" else None,
         )
 

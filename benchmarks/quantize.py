@@ -10,6 +10,7 @@ from benchmarks.harness.case import Case, Prepared
 from benchmarks.harness.numerics import E4M3_MAX, error_metrics, relative_error, scale_health
 from benchmarks.harness.params import invalid_combinations
 from benchmarks.harness.profiles import Profile, current_profile, parse_shape, selected_backends
+from benchmarks.harness.timed_output import OutputCheck
 
 NVFP4_VARIANTS = ["nvfp4-row", "nvfp4-col", "nvfp4-both", "nvfp4-rht", "nvfp4-2d", "nvfp4-sr"]
 FP8_VARIANTS = ["fp8-current", "fp8-block"]
@@ -42,6 +43,19 @@ def _emulated_quantize(x: Any, variant: str, generator: Any) -> dict[str, Any]:
     if cols:
         out["columnwise"] = emu.quantize_nvfp4_columnwise(x, **col_opts)
     return out
+
+
+def _emulated_output_check(variant: str) -> OutputCheck:
+    """Bit for bit; stochastic rounding's dequantized values within twice its tolerance of each other."""
+    if variant != "nvfp4-sr":
+        return OutputCheck()
+
+    def dequantized(q: dict[str, Any]) -> list[Any]:
+        from benchmarks import nvfp4_emulation as emu
+
+        return [emu.dequantize_nvfp4(q[k], torch_float32()) for k in sorted(q)]
+
+    return OutputCheck(2 * TOLERANCE["nvfp4-sr"], dequantized)
 
 
 class Quantize(Case):
@@ -80,14 +94,18 @@ class Quantize(Case):
             generator = torch.Generator(device=profile.device).manual_seed(1)
             q = _emulated_quantize(x, variant, generator)
             self._check_emulated(q, x2d, variant)
-            return Prepared(fn=lambda: _emulated_quantize(x, variant, generator), device=profile.device)
+            return Prepared(
+                fn=lambda: _emulated_quantize(x, variant, generator),
+                device=profile.device,
+                output_check=_emulated_output_check(variant),
+            )
         if backend == "te-ref":
             from benchmarks.harness import te_ops
 
             ref = te_ops.reference_quantizer(variant)
             q = ref.quantize(x)
             self._check_reference(ref, q, x2d)
-            return Prepared(fn=lambda: ref.quantize(x), device="cuda")
+            return Prepared(fn=lambda: ref.quantize(x), device="cuda", output_check=OutputCheck())
         return self._prepare_native(x, x2d, variant)
 
     # -- checks ------------------------------------------------------------------------------------
@@ -187,11 +205,16 @@ class Quantize(Case):
         elif variant != "nvfp4-sr":
             self._check_native_vs_reference(variant, x2d, buffers)
 
-        def run() -> None:
+        def run() -> dict[str, Any]:
             with torch.no_grad():
                 q.update_quantized(x, out)
+            return buffers
 
-        return Prepared(fn=run, device="cuda")
+        if variant == "nvfp4-sr":  # the dequantized values, each within the tolerance of the input
+            check = OutputCheck(2 * TOLERANCE["nvfp4-sr"], lambda _: out.dequantize(dtype=torch.float32))
+        else:
+            check = OutputCheck()
+        return Prepared(fn=run, device="cuda", output_check=check)
 
     def _fp8_scales(self, buffers: dict[str, Any]) -> None:
         """FP8's inverse scales (float32, one per tensor or per block): the largest, times E4M3's largest

@@ -13,6 +13,7 @@ from benchmarks.harness import records
 from benchmarks.harness.case import Case, Prepared
 from benchmarks.harness.numerics import error_metrics, relative_error
 from benchmarks.harness.profiles import Profile, current_profile, parse_shape, selected_backends
+from benchmarks.harness.timed_output import OutputCheck
 
 _PROFILE = current_profile()
 # bf16 products: one rounding of the output
@@ -63,7 +64,7 @@ class Rht(Case):
             self.record.errors("inverse_vs_input", error_metrics(emu.apply_rht(y, inverse=True), x))
         backend = p["backend"]
         if backend == "torch-ref":
-            return Prepared(fn=lambda: emu.apply_rht(x), device=profile.device)
+            return Prepared(fn=lambda: emu.apply_rht(x), device=profile.device, output_check=OutputCheck())
         from benchmarks.harness import te_ops
 
         if backend == "te-ref":
@@ -74,12 +75,15 @@ class Rht(Case):
             )
             with self.optional("error metrics"):
                 self.record.errors("reference_vs_emulation", error_metrics(theirs, y))
-            return Prepared(fn=lambda: ref._apply_rht(x), device="cuda")
+            return Prepared(fn=lambda: ref._apply_rht(x), device="cuda", output_check=OutputCheck())
         q = te_ops.quantizer("nvfp4-rht-col")
         out = q.make_empty(shape, dtype=torch.bfloat16, device="cuda")
 
-        def run() -> None:
+        buffers = te_ops.inner_buffers(out)
+
+        def run() -> dict[str, Any]:
             with torch.no_grad():
                 q.update_quantized(x, out)
+            return buffers
 
-        return Prepared(fn=run, device="cuda")
+        return Prepared(fn=run, device="cuda", output_check=OutputCheck())

@@ -20,9 +20,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from benchmarks.harness import gates, memory, perturb, records
+from benchmarks.harness import gates, kernels, memory, perturb, records
 from benchmarks.harness.profiles import Profile, current_profile
-from benchmarks.harness.timing import Timing, TimingPlan, kernel_call_count, kernel_samples, measure
+from benchmarks.harness.timed_output import OutputCheck, Watched
+from benchmarks.harness.timing import (
+    Timing,
+    TimingPlan,
+    cpu_time_call_count,
+    measure,
+    process_cpu_samples,
+)
 
 
 class Unsupported(NotImplementedError):
@@ -39,8 +46,11 @@ class Prepared:
     # a call whose time follows the GPU's clock under its power limit: the samples span at least this
     # many seconds (up to LONG_SPAN_MAX_SAMPLES of them), whatever the profile's budget and cap
     sample_seconds: float | None = None
-    # kernel time from CUPTI beside the event time (GPU only); off where a profiler cannot follow the call
+    # the profiler pass: kernel time from CUPTI beside the event time and the kernel table on a GPU, the
+    # top-level operators on a CPU; off where a profiler cannot follow the call
     kernel_time: bool = True
+    # `fn` returns its output: the last timed call's is compared with the first's (timed_output)
+    output_check: OutputCheck | None = None
     # (name, call): timed right after `fn` in the same process, stored as the ratio `<case>.over_<name>`,
     # which a busy host or a slow process moves far less than two cases' levels
     reference: tuple[str, Callable[[], Any]] | None = None
@@ -144,19 +154,25 @@ class Case(abc.ABC):
         nvml = _open_nvml() if on_gpu else None
         states = [nvml.sample()] if nvml else []
         perturb.touched.clear()
+        watched = (
+            Watched(self.prepared.fn, self.prepared.output_check) if self.prepared.output_check else None
+        )
         try:
-            timing = measure(self.prepared.fn, self.prepared.device, plan)
+            timing = measure(watched or self.prepared.fn, self.prepared.device, plan)
         except BaseException as exc:
             self.record.add(records.from_exception("timing", exc))
             records.write_record(self.record)
             raise
         self.record.perturbations = dict(perturb.touched)
+        if watched:
+            self.record.add(watched.verdict())
         if self.prepared.reference:
             self._over_reference(timing, plan)
         if nvml:
             states.append(nvml.sample())
-        if self.prepared.device == "cuda" and self.prepared.kernel_time:
-            self._kernel_time(timing, plan)
+        if self.prepared.kernel_time:
+            self._kernels(timing, plan)
+        self._cpu_seconds(timing)
         if setup_bytes is not None:
             self._memory(timing, setup_bytes)
         self._finish(timing, states)
@@ -174,21 +190,58 @@ class Case(abc.ABC):
             return
         self.record.metric(f"over_{name}", timing.median / reference.median, "ratio")
 
-    def _kernel_time(self, timing: Timing, plan: TimingPlan) -> None:
-        """Kernel time per call beside the event time, and the host's share as its own metric. A profiler
-        that cannot run here costs the case its kernel time, never its verdict."""
+    def _kernels(self, timing: Timing, plan: TimingPlan) -> None:
+        """The profiler pass: on a GPU kernel time per call beside the event time, the host's share as its
+        own metric and the kernel table; on a CPU the table of top-level operators. A profiler that cannot
+        run here costs the case these, never its verdict."""
         assert self.prepared is not None
+        started = time.perf_counter()
         try:
-            kernels = kernel_samples(self.prepared.fn, plan, kernel_call_count(timing.median, plan))
+            if self.prepared.device == "cuda":
+                calls = kernels.kernel_call_count(timing.median, plan.budget_s)
+                found = kernels.profile_cuda(self.prepared.fn, plan.flush_l2, calls)
+                samples, table = found.samples, found.table
+            else:
+                calls = kernels.cpu_profile_call_count(timing.median, plan.budget_s)
+                samples, table = [], kernels.profile_cpu(self.prepared.fn, calls)
         except Exception as exc:  # CUPTI unavailable, or busy in another profiler
             self.record.notes.append(f"no kernel time: {type(exc).__name__}: {exc}"[:500])
             return
-        if not kernels:
+        print(
+            f"{kernels.COST_MARKER}{time.perf_counter() - started:.4f} {self.record.case_id}",
+            file=sys.stderr,
+            flush=True,
+        )
+        if self.prepared.device == "cuda" and not samples:
             self.record.notes.append("no kernel time: the calls' device activities could not be told apart")
             return
-        kernel = statistics.median(kernels)
-        self.record.metric("kernel_seconds", kernel, "seconds", samples=kernels)
-        self.record.metric("host_overhead_seconds", max(timing.median - kernel, 0.0), "seconds")
+        if samples:
+            kernel = statistics.median(samples)
+            self.record.metric("kernel_seconds", kernel, "seconds", samples=samples)
+            self.record.metric("host_overhead_seconds", max(timing.median - kernel, 0.0), "seconds")
+        if table:
+            self.record.kernels = table
+            for name in ("launches_per_call", "syncs_per_call", "copies_per_call"):
+                self.record.metric(name, table[name], "count")
+
+    def _cpu_seconds(self, timing: Timing) -> None:
+        """The process's CPU time per call (median), in calls of their own after the timed ones: the timed
+        loop's own work (the L2 flush, CUDA events) stays out of it, and it stays out of the samples."""
+        assert self.prepared is not None
+        on_gpu = self.prepared.device == "cuda"
+        if on_gpu:
+            import torch
+
+            torch.cuda.synchronize()
+        try:
+            samples = process_cpu_samples(self.prepared.fn, cpu_time_call_count(timing.median))
+        except Exception as exc:
+            self.record.notes.append(f"no cpu_seconds: {type(exc).__name__}: {exc}"[:500])
+            return
+        finally:
+            if on_gpu:
+                torch.cuda.synchronize()
+        self.record.metric("cpu_seconds", statistics.median(samples), "seconds")
 
     def _memory(self, timing: Timing, setup_bytes: int) -> None:
         """The case's memory in calls of its own, after every timed call; what it cost goes to stderr. A

@@ -23,17 +23,19 @@ def fwd_bwd(
 
 def timed_fwd_bwd(
     module: Any, forward: Callable[[Any], Any], x: Any, dy: Any, cudagraphs: bool
-) -> Callable[[], None]:
-    """The step the timing loop repeats: forward+backward on one leaf whose gradients are reset."""
+) -> Callable[[], tuple[Any, Any]]:
+    """The step the timing loop repeats: forward+backward on one leaf whose gradients are reset; it
+    returns (dgrad, wgrad), which the timed-output check compares."""
     import torch
 
     inp = x.detach().clone().requires_grad_(True)
 
-    def step() -> None:
+    def step() -> tuple[Any, Any]:
         module.weight.grad = None
         inp.grad = None
         if cudagraphs:
             torch.compiler.cudagraph_mark_step_begin()
         forward(inp).backward(dy)
+        return inp.grad, module.weight.grad
 
     return step

@@ -61,6 +61,25 @@ Numerics:
   relative L2 error against its input from about 0.026 to about 0.028, tolerance 0.04). The multiply
   is one more elementwise pass, so those calls also take a little longer.
 
+Host and compile cost (each a change the kernel table or the host's figures of docs/records.md should
+show, "Kernels and host cost"):
+
+- `host-sync-per-call` (GPU): te.Linear's forward synchronises the device after its work
+  (`torch.cuda.synchronize()`), the host waiting where it used to run ahead: `syncs_per_call` +1 per
+  forward on every eager te.Linear case, and the host's share of the time grows.
+- `kernel-split`: torch-ref's NVFP4 quantize (the quantize suite's and the host suite's) does its rows
+  in two halves (a multiple of 16 rows each, the global amax taken over the whole tensor first, so the
+  result is the same to the bit) and joins them: every kernel runs twice on half the rows and two
+  copies join the halves; the kernel table's `calls_per_call` doubles, launches grow on a GPU, time
+  barely moves. Stochastic rounding and the RHT path are left whole. TE's native quantizers take the
+  tensor's scale inside their one call, so split in halves they would quantize differently: the split
+  is torch-ref's (CPU and GPU).
+- `host-delay-30us`: te.Linear's forward (TE) and the emulated te.Linear's (torch-ref) busy-wait 30 us
+  in Python before their work, on eager calls: `cpu_seconds` +30 us a forward, the device's work
+  unchanged (Dynamo would trace the wait away: compiled calls are left alone).
+- `graph-break-linear`: the same forwards call `torch._dynamo.graph_break()` first: a compiled
+  te.Linear's `graph_breaks` +1 (eager calls do not see it).
+
 Every patched call counts itself in `touched`, so a case can say which perturbations its timed call ran.
 """
 
@@ -487,6 +506,101 @@ def _fp8_current_shift(te: Any) -> None:
     cls.quantize_impl, cls.update_quantized = shifted, shifted_update
 
 
+HOST_DELAY_S = 30e-6
+
+
+def _host_sync_per_call(te: Any) -> None:
+    import torch
+
+    cls = te.te.Linear
+    original = cls.forward
+
+    @functools.wraps(original)
+    def synchronising(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = original(self, *args, **kwargs)
+        if not _compiling():
+            touched["host-sync-per-call"] += 1
+            torch.cuda.synchronize()
+        return out
+
+    cls.forward = synchronising
+
+
+def _delayed(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def delayed(*args: Any, **kwargs: Any) -> Any:
+        if not _compiling():
+            touched["host-delay-30us"] += 1
+            _HostClock.delay(HOST_DELAY_S)
+        return original(*args, **kwargs)
+
+    return delayed
+
+
+def _breaking(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def breaking(*args: Any, **kwargs: Any) -> Any:
+        import torch._dynamo
+
+        touched["graph-break-linear"] += 1
+        torch._dynamo.graph_break()
+        return original(*args, **kwargs)
+
+    return breaking
+
+
+def _te_linear_delay(te: Any) -> None:
+    te.te.Linear.forward = _delayed(te.te.Linear.forward)
+
+
+def _te_linear_graph_break(te: Any) -> None:
+    te.te.Linear.forward = _breaking(te.te.Linear.forward)
+
+
+def _emulated_linear_delay(emu: Any) -> None:
+    from benchmarks.harness import emulated_linear
+
+    cls = emulated_linear.EmulatedNVFP4Linear
+    cls.forward = _delayed(cls.forward)  # type: ignore[method-assign]
+
+
+def _emulated_linear_graph_break(emu: Any) -> None:
+    from benchmarks.harness import emulated_linear
+
+    cls = emulated_linear.EmulatedNVFP4Linear
+    cls.forward = _breaking(cls.forward)  # type: ignore[method-assign]
+
+
+SPLIT_ROWS = 16
+
+
+def _kernel_split(emu: Any) -> None:
+    import dataclasses
+
+    import torch
+
+    original = emu.quantize_nvfp4
+
+    @functools.wraps(original)
+    def split(x: Any, *args: Any, **kwargs: Any) -> Any:
+        rows = math.prod(x.shape[:-1])
+        half = rows // 2 // SPLIT_ROWS * SPLIT_ROWS
+        whole = args or kwargs.get("stochastic_rounding") or kwargs.get("rht") or not half
+        if whole or x.shape[-1] % SPLIT_ROWS:
+            return original(x, *args, **kwargs)
+        touched["kernel-split"] += 1
+        x2d = x.reshape(rows, x.shape[-1])
+        amax = kwargs.pop("global_amax", None)
+        amax = x2d.abs().amax() if amax is None else amax
+        top = original(x2d[:half], global_amax=amax, **kwargs)
+        bottom = original(x2d[half:], global_amax=amax, **kwargs)
+        data = torch.cat([top.data, bottom.data]).reshape(*x.shape[:-1], -1)
+        scales = torch.cat([top.scales, bottom.scales])
+        return dataclasses.replace(top, data=data, scales=scales, shape=x.shape)
+
+    emu.quantize_nvfp4 = split
+
+
 TORCH_REF: dict[str, Callable[[Any], None]] = {
     "torchref-slow-quantize": _slow_quantize,
     "torchref-rank3-dequantize": _rank3_dequantize,
@@ -495,6 +609,9 @@ TORCH_REF: dict[str, Callable[[Any], None]] = {
     "torchref-compile-eval-path": _compile_eval_path,
     "torchref-compile-stale-weight": _compile_stale_weight,
     "torchref-fsdp-stale-load": _fsdp_stale_load,
+    "kernel-split": _kernel_split,
+    "host-delay-30us": _emulated_linear_delay,
+    "graph-break-linear": _emulated_linear_graph_break,
 }
 TE: dict[str, Callable[[Any], None]] = {
     "te-ref-extra-sync": _te_ref_extra_sync,
@@ -509,6 +626,9 @@ TE: dict[str, Callable[[Any], None]] = {
     "gemm-extra-workspace-64mib": _gemm_extra_workspace,
     "fp8-current-cache-twice": _fp8_current_cache_twice,
     "fp8-current-shift-1pct": _fp8_current_shift,
+    "host-sync-per-call": _host_sync_per_call,
+    "host-delay-30us": _te_linear_delay,
+    "graph-break-linear": _te_linear_graph_break,
 }
 
 

@@ -1,4 +1,4 @@
-"""Import torch and Transformer Engine once in asv's fork server, so that no forked case pays for them.
+"""Import torch (Dynamo included) and Transformer Engine once in asv's fork server, so that no forked case pays for them.
 
 `tewatch run` chooses asv's forkserver launch method on a GPU only after its probe has shown, with
 `fork_check`, that a child forked after these imports still runs CUDA work: the imports must leave
@@ -23,6 +23,7 @@ class PreloadInitialisedCuda(RuntimeError):
 def preload(with_te: bool) -> None:
     """Import torch, the emulation and (with_te) Transformer Engine with its namespace of te_ops."""
     import torch
+    import torch._dynamo  # torch.profiler's first pass imports it: 4.6 s on a busy 2-core machine
 
     import benchmarks.nvfp4_emulation  # noqa: F401
     from benchmarks.harness import te_ops

@@ -47,6 +47,9 @@ class Profile:
         "CompileSequence",
         "CompiledLayer",
     )
+    # the host-overhead suite (benchmarks/host.py): token counts and the hidden size of its layers
+    host_tokens: tuple[int, ...] = (1, 4, 16, 64)
+    host_hidden: int = 4096
     # torch's intra-op threads for CPU cases: one, so that a busy core beside the run slows a case by its
     # share and no more (two spinning threads on a 2-core machine with one core taken ran 50x slower)
     cpu_threads: int | None = None
@@ -90,6 +93,7 @@ _PROFILES = {
         max_samples=50,
         # a second or so a case; odd shapes (36 cases) and compile sequences (14 compiles) stay in full
         general_checks=("Determinism", "CpuOps", "NdUpdate"),
+        host_tokens=(1, 64),
     ),
     "ci": Profile(
         name="ci",
@@ -108,6 +112,8 @@ _PROFILES = {
         min_samples=5,
         max_samples=20,
         cpu_threads=1,
+        host_tokens=(16,),
+        host_hidden=128,
     ),
 }
 

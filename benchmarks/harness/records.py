@@ -115,6 +115,8 @@ class CaseRecord:
     notes: list[str] = field(default_factory=list)
     # a check timed once as a by-product: A/B rounds do not repeat it
     one_shot: bool = False
+    # the kernel table of the profiler pass (benchmarks.harness.kernels), None where none ran
+    kernels: dict[str, Any] | None = None
 
     @property
     def case_id(self) -> str:
@@ -158,6 +160,7 @@ class CaseRecord:
             **({"perturbations": self.perturbations} if self.perturbations else {}),
             **({"notes": self.notes} if self.notes else {}),
             **({"one_shot": True} if self.one_shot else {}),
+            **({"kernels": self.kernels} if self.kernels else {}),
             "recorded_at": utc_now(),
         }
 

@@ -5,10 +5,8 @@ size (so each call starts with a cold L2, as in `triton.testing.do_bench`); on t
 one call timed with perf_counter. Warm-up runs first (compilation, autotuning, cuBLASLt heuristics,
 amax history), then the number of samples is chosen to fill a time budget within [min, max].
 
-Kernel time: on a GPU, after the event samples, a few more calls run under torch.profiler (Kineto's
-CUPTI activity records, CUDA only) and each call's kernels, memsets and copies are summed. That is the
-device's own work, free of launch gaps and host overhead; event time minus kernel time is the host's
-share. The L2 flush before each call is the boundary between calls, and its activities are left out.
+Kernel time and the kernel table come from a profiler pass of their own after the samples
+(benchmarks.harness.kernels); process CPU time per call from calls of its own (`cpu_seconds`).
 """
 
 from __future__ import annotations
@@ -84,7 +82,7 @@ def cpu_samples(
     return Timing([one() for _ in range(n)])
 
 
-class _L2Flusher:
+class L2Flusher:
     def __init__(self, torch: Any, device: Any) -> None:
         props = torch.cuda.get_device_properties(device)
         l2 = getattr(props, "L2_cache_size", 0) or DEFAULT_L2_BYTES
@@ -98,7 +96,7 @@ def cuda_samples(fn: Callable[[], Any], plan: TimingPlan) -> Timing:
     import torch
 
     device = torch.cuda.current_device()
-    flush = _L2Flusher(torch, device) if plan.flush_l2 else (lambda: None)
+    flush = L2Flusher(torch, device) if plan.flush_l2 else (lambda: None)
 
     # estimate one call, as do_bench does, then warm up for warmup_s
     fn()
@@ -126,70 +124,30 @@ def cuda_samples(fn: Callable[[], Any], plan: TimingPlan) -> Timing:
     return Timing([s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)])
 
 
-KERNEL_CALLS = 20
-KERNEL_MIN_CALLS = 5
+CPU_TIME_BUDGET_S = 0.05
+CPU_TIME_MIN_CALLS = 5
+CPU_TIME_MAX_CALLS = 50
 
 
-def kernel_call_count(per_call_s: float, plan: TimingPlan) -> int:
-    """Calls under the profiler: as many as the sample budget holds, between KERNEL_MIN_CALLS and
-    KERNEL_CALLS (a 0.4 s te.Linear step of TE's reference NVFP4 spent 8 s of its 22 s on 20 of them)."""
+def cpu_time_call_count(per_call_s: float) -> int:
+    """Calls of `cpu_seconds`: as many as CPU_TIME_BUDGET_S of wall time holds, within the bounds."""
     if per_call_s <= 0:
-        return KERNEL_CALLS
-    return max(KERNEL_MIN_CALLS, min(KERNEL_CALLS, math.ceil(plan.budget_s / per_call_s)))
+        return CPU_TIME_MAX_CALLS
+    return max(CPU_TIME_MIN_CALLS, min(CPU_TIME_MAX_CALLS, int(CPU_TIME_BUDGET_S / per_call_s)))
 
 
-def _gpu_activities(prof: Any) -> list[tuple[int, int, str]]:
-    """(start ns, duration ns, name) of every device activity a profiler recorded, in start order."""
-    from torch.autograd import DeviceType
-
-    events = prof.profiler.kineto_results.events()
-    found = [(e.start_ns(), e.duration_ns(), e.name()) for e in events if e.device_type() == DeviceType.CUDA]
-    return sorted(found)
-
-
-def per_call_sums(activities: list[tuple[int, int, str]], boundary: set[str], calls: int) -> list[float]:
-    """Seconds of device work of each call, where a boundary (one or more activities with its names)
-    stands before every call and after the last: the activities between two boundaries, boundary
-    activities left out. Empty when the boundaries do not split the record into `calls` calls that
-    each did some work (the call itself ran an activity of a boundary's name)."""
-    sums: list[float] = []
-    in_boundary = False
-    for _, duration, name in activities:
-        if name in boundary:
-            if not in_boundary:
-                sums.append(0.0)
-            in_boundary = True
-            continue
-        in_boundary = False
-        if sums:
-            sums[-1] += duration / 1e9
-    if len(sums) != calls + 1 or sums[-1] != 0.0 or not all(s > 0 for s in sums[:-1]):
-        return []
-    return sums[:-1]
-
-
-def kernel_samples(fn: Callable[[], Any], plan: TimingPlan, calls: int = KERNEL_CALLS) -> list[float]:
-    """Summed device time of each of `calls` calls (seconds), from CUPTI through torch.profiler."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    device = torch.cuda.current_device()
-    if plan.flush_l2:
-        flusher = _L2Flusher(torch, device)
-    else:  # a one-element write marks the boundary between calls
-        marker = torch.zeros(1, dtype=torch.int32, device=device)
-        flusher = marker.zero_  # type: ignore[assignment]
-    with profile(activities=[ProfilerActivity.CUDA]) as alone:
-        flusher()
-        torch.cuda.synchronize()
-    boundary = {name for _, _, name in _gpu_activities(alone)}
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            flusher()
-            fn()
-        flusher()
-        torch.cuda.synchronize()
-    return per_call_sums(_gpu_activities(prof), boundary, calls)
+def process_cpu_samples(
+    fn: Callable[[], Any], calls: int, clock: Callable[[], float] = time.process_time
+) -> list[float]:
+    """The process's CPU time (every thread, user and system) of each of `calls` calls. Nothing waits
+    for the device between calls: a call's own synchronisations count (a spinning wait is CPU time), the
+    device's work does not."""
+    samples = []
+    for _ in range(calls):
+        t0 = clock()
+        fn()
+        samples.append(clock() - t0)
+    return samples
 
 
 def measure(fn: Callable[[], Any], device: str, plan: TimingPlan) -> Timing:

@@ -128,6 +128,9 @@ def test_every_case_has_a_valid_record_and_every_timing_has_samples(run: tuple) 
         assert min(samples) <= value <= max(samples)
         for metric in record["metrics"].values():
             assert set(metric) == {"value", "unit"} and math.isfinite(metric["value"])
+        # every case: its process CPU time per call and its operators under the CPU profiler
+        assert record["metrics"]["cpu_seconds"]["value"] > 0
+        assert record["kernels"]["device"] == "cpu" and record["kernels"]["launches_per_call"] == 0.0
 
 
 def test_derived_metrics_and_compile_parity_are_recorded(run: tuple) -> None:

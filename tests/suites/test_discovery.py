@@ -111,3 +111,17 @@ def test_the_full_profile_runs_every_general_check_and_the_quick_one_the_cheap_o
     assert general("quick") == {"Determinism", "CpuOps", "NdUpdate"}
     # the CPU op sweep, in-place updates and DCP round trips are of TE's tensors and modules
     assert general("ci") == {"Determinism", "OddShapes", "CompileSequence", "CompiledLayer"}
+
+
+def test_the_host_suite_runs_quantized_recipes_at_16_tokens_or_more() -> None:
+    host = discover("quick")["host.HostOverhead.track_seconds"]
+    assert host[0] == ["recipe", "op", "tokens"]
+    assert host[1] == [
+        ["'bf16'", "'fp8-current'", "'nvfp4'", "'torch-ref'"],
+        ["'linear'", "'quantize'", "'layer'"],
+        ["1", "64"],
+    ]
+    from benchmarks.host import _is_case
+
+    assert _is_case("bf16", "linear", 1) and not _is_case("bf16", "quantize", 64)
+    assert not _is_case("fp8-current", "linear", 1) and _is_case("fp8-current", "quantize", 64)

@@ -38,11 +38,12 @@ def test_sample_count_fills_the_budget_within_bounds() -> None:
 
 
 def test_kernel_calls_fill_the_sample_budget_within_bounds() -> None:
-    plan = timing.TimingPlan(budget_s=0.3)
-    assert timing.kernel_call_count(0.4, plan) == timing.KERNEL_MIN_CALLS  # te-ref te.Linear: 0.4 s a step
-    assert timing.kernel_call_count(0.03, plan) == 10
-    assert timing.kernel_call_count(1e-5, plan) == timing.KERNEL_CALLS
-    assert timing.kernel_call_count(0.0, plan) == timing.KERNEL_CALLS
+    from benchmarks.harness import kernels
+
+    assert kernels.kernel_call_count(0.4, 0.3) == kernels.KERNEL_MIN_CALLS  # te-ref te.Linear: 0.4 s a step
+    assert kernels.kernel_call_count(0.03, 0.3) == 10
+    assert kernels.kernel_call_count(1e-5, 0.3) == kernels.KERNEL_CALLS
+    assert kernels.kernel_call_count(0.0, 0.3) == kernels.KERNEL_CALLS
 
 
 def test_coefficient_of_variation() -> None:
@@ -78,22 +79,3 @@ def test_a_case_that_asks_for_a_long_span_of_samples_gets_it_in_every_profile():
         )
         # a 1.6 ms GEMM fills the 2 s with 1000 samples; the profile's cap alone stops at 0.16 s or less
         assert timing.sample_count(1.64e-3, long) == 1000 and timing.sample_count(1.64e-3, usual) <= 100
-
-
-def test_kernel_time_sums_each_calls_device_work_between_the_boundaries():
-    from benchmarks.harness.timing import per_call_sums
-
-    flush = "fill<int>"
-    record = [
-        (0, 50, flush),
-        (60, 10, "gemm"),
-        (75, 5, "cast"),
-        (90, 50, flush),
-        (150, 12, "gemm"),
-        (170, 50, flush),
-    ]
-    assert per_call_sums(record, {flush}, 2) == pytest.approx([15e-9, 12e-9])
-    # a call that itself ran the boundary's kernel splits the record: no kernel time rather than a wrong one
-    split = [(0, 50, flush), (60, 10, "gemm"), (80, 5, flush), (90, 5, "cast"), (100, 50, flush)]
-    assert per_call_sums(split, {flush}, 1) == []
-    assert per_call_sums(record[:-1], {flush}, 2) == []
