@@ -130,7 +130,7 @@ def store_counts_of(db_url: str) -> dict[str, int]:
     try:
         with engine.connect() as conn:
             counts = store_counts(conn)
-            for table in ("raw_files", "run_files", "environments", "api_tokens"):
+            for table in ("raw_files", "run_files", "environments", "api_tokens", "trajectories"):
                 counts[table] = conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
             return counts
     finally:

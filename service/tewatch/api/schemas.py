@@ -141,6 +141,20 @@ class RunDetail(RunSummary):
         )
 
 
+class TrajectoryOut(BaseModel):
+    """A training case's loss and gradient norm at every optimizer step of one run (docs/training-report.md)."""
+
+    run_id: int
+    case_id: int
+    steps: int
+    seed: int | None
+    micro_batches: int | None
+    tokens_per_step: int | None
+    resumed_from_step: int | None = Field(description="set on a resume check's trajectory")
+    loss: list[float | None] = Field(description="one per step, step k at index k - 1; null: NaN or infinite")
+    grad_norm: list[float | None]
+
+
 class Paged(BaseModel):
     total: int
     limit: int

@@ -136,6 +136,19 @@ class PlannedKernels(NamedTuple):
     kernels: list[dict[str, Any]]
 
 
+class PlannedTrajectory(NamedTuple):
+    """One trajectories row; the writer swaps the case fingerprint for the case id."""
+
+    case_fingerprint: str
+    steps: int
+    seed: int | None
+    micro_batches: int | None
+    tokens_per_step: int | None
+    resumed_from_step: int | None
+    loss: list[float | None]
+    grad_norm: list[float | None]
+
+
 @dataclass
 class RunPlan:
     digest: str
@@ -151,6 +164,7 @@ class RunPlan:
     results: list[PlannedResult]
     verdicts: list[PlannedVerdict]
     kernels: list[PlannedKernels] = field(default_factory=list)
+    trajectories: list[PlannedTrajectory] = field(default_factory=list)
     files: list[tuple[str, bytes]] = field(default_factory=list)  # (role, content) as the store keeps them
     # benchmarks of the results file that benchmarks.json lacks: left out, as asv leaves them out
     skipped_benchmarks: list[str] = field(default_factory=list)
@@ -304,6 +318,7 @@ class _Planner:
             results=self.result_rows,
             verdicts=verdicts,
             kernels=self._kernels(),
+            trajectories=self._trajectories(),
             files=self.bundle.stored_files(),
             skipped_benchmarks=skipped,
             results_format=self.results.format_version,
@@ -537,6 +552,25 @@ class _Planner:
         if self.run_record is None and not self.records:
             verdicts += self._measured_passes()
         return verdicts
+
+    def _trajectories(self) -> list[PlannedTrajectory]:
+        planned = []
+        for key, record in self.records.items():
+            found = record.trajectory
+            if found is not None:
+                planned.append(
+                    PlannedTrajectory(
+                        self._case(key, record.case, record.params).fingerprint,
+                        found.steps,
+                        found.seed,
+                        found.micro_batches,
+                        found.tokens_per_step,
+                        found.resumed_from_step,
+                        found.loss,
+                        found.grad_norm,
+                    )
+                )
+        return planned
 
     def _measured_passes(self) -> list[PlannedVerdict]:
         """A plain asv run (no sidecar): each case that produced a value and no failure passes."""

@@ -18,12 +18,15 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.jsonfile import load_json_object
 from tewatch.store.limits import (
     INT32_MAX,
+    INT64_MAX,
+    INT64_MIN,
     int_problem,
     json_problem,
     json_text_is_storable,
@@ -202,6 +205,32 @@ class KernelsBlock(Strict):
         return table
 
 
+MAX_TRAJECTORY_STEPS = 10_000  # optimizer steps one trajectory may hold (docs/training-report.md)
+StepValue = Annotated[float | None, Field(allow_inf_nan=False)]  # null: the step's value was NaN or infinite
+
+
+class Trajectory(Strict):
+    """A training case's loss and gradient norm at every optimizer step (docs/records.md, "Trajectory")."""
+
+    seed: int | None = Field(None, ge=INT64_MIN, le=INT64_MAX)
+    steps: int = Field(ge=1, le=MAX_TRAJECTORY_STEPS)
+    micro_batches: Count | None = None
+    tokens_per_step: Count | None = None
+    loss: list[StepValue] = Field(max_length=MAX_TRAJECTORY_STEPS)
+    grad_norm: list[StepValue] = Field(max_length=MAX_TRAJECTORY_STEPS)
+    resumed_from_step: Count | None = None
+
+    @model_validator(mode="after")
+    def _one_value_per_step(self) -> Trajectory:
+        for name in ("loss", "grad_norm"):
+            if len(getattr(self, name)) != self.steps:
+                raise ValueError(
+                    f"{name} has {len(getattr(self, name))} values for {self.steps} steps: one per "
+                    "optimizer step, null where it was NaN or infinite"
+                )
+        return self
+
+
 # labels copied into columns of the case (docs/records.md)
 LABEL_TEXT_COLUMNS = {"backend": Case.backend, "recipe": Case.recipe, "mode": Case.mode}
 LABEL_INT_COLUMNS = ("rank", "world_size")
@@ -226,6 +255,7 @@ class CaseRecord(Strict):
     round_values: dict[str, list[float]] = Field(default_factory=dict)
     kernels: KernelsBlock | None = None
     recorded_at: Time | None = None
+    trajectory: Trajectory | None = None
 
     @field_validator("labels")
     @classmethod

@@ -13,7 +13,7 @@ from tewatch.ingest.commit_graph import place_commit
 from tewatch.ingest.fingerprints import series_fingerprint, sha256_hex
 from tewatch.ingest.latest import update_latest_verdicts
 from tewatch.ingest.pause_point import pause_point
-from tewatch.ingest.plan import PlannedKernels, PlannedResult, PlannedVerdict, RunPlan
+from tewatch.ingest.plan import PlannedKernels, PlannedResult, PlannedTrajectory, PlannedVerdict, RunPlan
 from tewatch.ingest.upsert import get_or_create_ids, get_or_create_lazily, insert_ignoring_conflicts
 from tewatch.store.bulk import insert_rows
 from tewatch.store.models import (
@@ -28,12 +28,14 @@ from tewatch.store.models import (
     Run,
     RunFile,
     Series,
+    Trajectory,
     Verdict,
 )
 
 RESULT_COLUMNS = ("run_id", "series_id", *PlannedResult._fields[1:])
 VERDICT_COLUMNS = ("run_id", "case_id", *PlannedVerdict._fields[1:])
 KERNEL_COLUMNS = ("run_id", "case_id", *PlannedKernels._fields[1:])
+TRAJECTORY_COLUMNS = ("run_id", "case_id", *PlannedTrajectory._fields[1:])
 IN_SERIES_ORDER = operator.itemgetter(RESULT_COLUMNS.index("series_id"))  # sort keys of the rows
 IN_CASE_ORDER = operator.itemgetter(VERDICT_COLUMNS.index("case_id"))
 
@@ -106,6 +108,14 @@ def store_plan(conn: Connection, plan: RunPlan) -> StoredRun:
             CaseKernels.__table__,
             KERNEL_COLUMNS,
             [(run_id, case_ids[k.case_fingerprint], *k[1:]) for k in plan.kernels],
+        )
+    if plan.trajectories:
+        conn.execute(
+            Trajectory.__table__.insert(),
+            [
+                dict(zip(TRAJECTORY_COLUMNS, (run_id, case_ids[t.case_fingerprint], *t[1:]), strict=True))
+                for t in plan.trajectories
+            ],
         )
     pause_point("after-results", run_id)
     update_latest_verdicts(conn, run_id, plan.run["branch"])

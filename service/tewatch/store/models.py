@@ -287,6 +287,24 @@ class CaseKernels(Base):
     kernels: Mapped[list] = mapped_column(JSON, default=list)
 
 
+class Trajectory(Base):
+    """A training case's loss and gradient norm at every optimizer step of one run, kept whole (read and
+    judged as one curve, never as a series per step). Like Verdict: no foreign keys on PostgreSQL."""
+
+    __tablename__ = "trajectories"
+    __table_args__ = (UniqueConstraint("case_id", "run_id"),)
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(Integer, index=True)
+    case_id: Mapped[int] = mapped_column(Integer)
+    steps: Mapped[int] = mapped_column(Integer)
+    seed: Mapped[int | None] = mapped_column(BigInteger)
+    micro_batches: Mapped[int | None] = mapped_column(Integer)
+    tokens_per_step: Mapped[int | None] = mapped_column(Integer)
+    resumed_from_step: Mapped[int | None] = mapped_column(Integer)
+    loss: Mapped[list] = mapped_column(JSON)  # a float per step, None where it was NaN or infinite
+    grad_norm: Mapped[list] = mapped_column(JSON)
+
+
 class LatestVerdict(Base):
     """The verdict of the newest run of every case in commit order (commit date, run start, run id; the
     first two kept here), kept by ingest in its transaction.

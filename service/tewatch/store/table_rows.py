@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Column
 
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, AlertStatusChange, PrComparison
-from tewatch.store.models import Case, Commit, Environment, Machine, Run, Verdict, VerdictStatus
+from tewatch.store.models import Case, Commit, Environment, Machine, Run, Trajectory, Verdict, VerdictStatus
 
 
 @dataclass(frozen=True)
@@ -180,6 +180,20 @@ class AlertStatusChangeFacts:
     at: datetime
 
 
+@dataclass(frozen=True)
+class TrajectoryFacts:
+    id: int
+    run_id: int
+    case_id: int
+    steps: int
+    seed: int | None
+    micro_batches: int | None
+    tokens_per_step: int | None
+    resumed_from_step: int | None
+    loss: list[float | None]
+    grad_norm: list[float | None]
+
+
 TABLES: dict[type, Any] = {  # row type -> its table
     MachineFacts: Machine.__table__,
     EnvironmentFacts: Environment.__table__,
@@ -190,6 +204,7 @@ TABLES: dict[type, Any] = {  # row type -> its table
     PrComparisonFacts: PrComparison.__table__,
     AlertFacts: Alert.__table__,
     AlertStatusChangeFacts: AlertStatusChange.__table__,
+    TrajectoryFacts: Trajectory.__table__,
 }
 
 Row = TypeVar("Row")

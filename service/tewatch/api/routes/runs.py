@@ -1,10 +1,12 @@
+from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
-from tewatch.api.schemas import NOT_FOUND, RunDetail, RunPage, RunResultPage, RunSummary
+from tewatch.api.schemas import NOT_FOUND, RunDetail, RunPage, RunResultPage, RunSummary, TrajectoryOut
 from tewatch.store import queries
 from tewatch.store.run_reads import run_filters, run_row, run_rows
+from tewatch.store.trajectory_reads import run_trajectory
 from tewatch.web.deps import ReadConnection
 from tewatch.web.params import Offset, OptionalQueryInt, OptionalQueryTime, PathInt
 
@@ -58,3 +60,12 @@ def get_run_results(
     return RunResultPage(
         **queries.run_results(conn, run_id, limit=limit, offset=offset, with_samples=samples).__dict__
     )
+
+
+@router.get("/api/v1/runs/{run_id}/trajectories/{case_id}", response_model=TrajectoryOut, responses=NOT_FOUND)
+def get_trajectory(run_id: PathInt, case_id: PathInt, conn: ReadConnection):
+    """A training case's trajectory in a run, whole: at most 10,000 steps, as uploads are bounded."""
+    found = run_trajectory(conn, run_id, case_id)
+    if found is None:
+        raise HTTPException(404, f"no trajectory of case {case_id} in run {run_id}")
+    return TrajectoryOut(**{k: v for k, v in asdict(found).items() if k != "id"})
