@@ -18,6 +18,7 @@ from tewatch.findings.pr_report import (
     PrReport,
     PrReportPayload,
     TimingChange,
+    TrainingCase,
     payload_schema,
 )
 from tewatch.github.report import commit_state, parse_report
@@ -83,6 +84,23 @@ ROWS = {
             verdict="regression",
         ),
     ],
+    "training": [
+        TrainingCase(
+            benchmark="training.TrainSteps(backend=te, execution=eager, recipe=fp8-current)",
+            case_id=21,
+            run_id=2,
+            recipe="fp8-current",
+            execution="eager",
+            step_seconds=0.125,
+            peak_bytes=3 * 2**30,
+            reference="bf16 eager",
+            verdict="within",
+            description="within the band of bf16 eager; largest 0.0123 at step 3; final +0.004",
+            base_verdict="diverged",
+            base_first_divergent_step=11,
+            base_description="parts from the base at step 11 (+0.031, band 0)",
+        )
+    ],
     "known_failures": [FAILURE.model_copy(update={"previous": "error", "case": "ops.Known()"})],
 }
 
@@ -120,13 +138,18 @@ def test_the_comment_shows_what_changed_and_leaves_known_failures_to_the_page():
     assert "| 224 MiB | 288 MiB | +64.0 MiB | **+28.6 %** |  | **regression** |" in markdown
     assert "| — | — |  | — | leak 1.00 MiB/step | **leak** |" in markdown  # a leak and no byte change
     assert "0.0312 -&gt; 0.0318, +1.9 %, tolerance 0.05 | **drift** |" in markdown
-    assert "1 leaking case · 1 error metric drifting · 1 kernel-set change" in markdown
+    assert (
+        "1 leaking case · 1 error metric drifting · 1 kernel-set change · 1 training case diverging"
+        in markdown
+    )
     assert (
         "| kernel set | appeared: triton\\_poi\\_fused\\_mul (2 per call); syncs per call 0 -&gt; 1 | — |"
         in markdown
     )
     assert "[`quantize.Quantize(recipe=fp8-current)`](https://tw.example/case/6)" in markdown
     assert "+38 us of +41 us | **+20.0 %** | **regression** |" in markdown
+    assert "(https://tw.example/case/21?run=2#training)" in markdown
+    assert "parts from the base at step 11 (+0.031, band 0) | **diverged** |" in markdown
 
 
 def test_the_payload_parses_back_into_the_same_report_on_githubs_side():
@@ -136,13 +159,15 @@ def test_the_payload_parses_back_into_the_same_report_on_githubs_side():
     assert payload["correctness_failures"] == 1 and payload["regressions"][0]["series_id"] == 9
     assert payload["memory_failures"] == 1 and payload["numerics_drift"] == 1
     assert payload["kernel_changes"] == 1 and payload["kernels"][1]["what"] == "attribution"
+    assert payload["training_divergences"] == 1 and payload["training"][0]["base_first_divergent_step"] == 11
     envelope = {"id": "e1", "type": "pr.report", "created_at": "2026-12-01T10:00:00+00:00", "data": payload}
     event = parse_report(json.dumps(envelope))
     assert PrReport.model_validate(event.report.model_dump(exclude={"markdown"})) == report
     assert event.report.markdown == render_pr_report(report)
     assert commit_state(event) == (
         "failure",
-        "1 new correctness failure, 0 regressions against the merge base; 1 leaking case",
+        "1 new correctness failure, 0 regressions against the merge base; 1 leaking case; "
+        "1 diverging training case",
     )
 
 
@@ -166,14 +191,27 @@ def test_docs_show_the_schema_generated_from_the_model():
     assert PrReportPayload.model_json_schema(mode="serialization") == schema
 
 
-def test_a_leak_alone_fails_the_commit_status_and_drift_alone_does_not():
+def test_a_leak_or_a_diverging_trajectory_alone_fails_the_commit_status_and_drift_alone_does_not():
     def state(**rows) -> str:
         report = full_report().model_copy(
-            update={"correctness": [], "regressions": [], "improvements": [], "memory": [], "numerics": []}
+            update={
+                "correctness": [],
+                "regressions": [],
+                "improvements": [],
+                "memory": [],
+                "numerics": [],
+                "training": [],
+            }
         )
         data = report.model_dump() | rows
-        data.pop("correctness_failures"), data.pop("memory_failures"), data.pop("numerics_drift")
-        data.pop("kernel_changes")
+        for count in (
+            "correctness_failures",
+            "memory_failures",
+            "numerics_drift",
+            "kernel_changes",
+            "training_divergences",
+        ):
+            data.pop(count)
         payload = pr_report_event(PrReport.model_validate(data))
         envelope = {
             "id": "e",
@@ -186,3 +224,6 @@ def test_a_leak_alone_fails_the_commit_status_and_drift_alone_does_not():
     assert state(memory=[ROWS["memory"][1].model_dump()]) == "failure"
     assert state(numerics=[ROWS["numerics"][0].model_dump()]) == "success"
     assert state(memory=[ROWS["memory"][0].model_dump()]) == "success"  # more bytes alone: reported
+    assert state(training=[ROWS["training"][0].model_dump()]) == "failure"
+    within = ROWS["training"][0].model_copy(update={"base_verdict": "within"})
+    assert state(training=[within.model_dump()]) == "success"

@@ -104,6 +104,8 @@ def render_pr_report(report: PrReport) -> str:
         parts.append(plural(report.numerics_drift, "error metric") + " drifting")
     if report.kernel_changes:
         parts.append(plural(report.kernel_changes, "kernel-set change"))
+    if report.training_divergences:
+        parts.append(plural(report.training_divergences, "training case") + " diverging")
     summary = " · ".join(parts)
     measured = (
         f"{report.rounds} interleaved A/B rounds on one runner" if report.rounds else "one run per side"

@@ -199,6 +199,52 @@ class KernelFinding(Row):
         )
 
 
+class TrainingCase(Row):
+    """A training case of the head run: its step time and peak memory, its loss trajectory against its
+    reference in the same run (bf16 eager for a recipe, eager for compiled or graphed) and against the
+    same case on the merge base (docs/training-report.md)."""
+
+    benchmark: str = Field(description="the case and its parameters")
+    case_id: int
+    run_id: int = Field(description="the head run")
+    recipe: str = ""
+    execution: str = ""
+    step_seconds: float | None = Field(
+        None, description="one optimizer step on the head, its micro-batches included"
+    )
+    base_step_seconds: float | None = None
+    peak_bytes: float | None = Field(None, description="peak allocated bytes on the head")
+    reference: str = Field(
+        "", description='what the run judges it against: "bf16 eager", "eager", "" for none'
+    )
+    verdict: str = Field(
+        "", description='against the reference: equal, within (the band), diverged, incomparable; "" for none'
+    )
+    first_divergent_step: int | None = Field(None, description="the first step beyond the band (from 1)")
+    description: str = ""
+    base_verdict: str = Field("", description='head against the merge base, as `verdict`; "" without a base')
+    base_first_divergent_step: int | None = None
+    max_abs_difference: float | None = Field(None, description="the largest loss difference to the base")
+    final_difference: float | None = Field(None, description="head - base, the final loss")
+    base_description: str = ""
+
+    @property
+    def diverged(self) -> bool:
+        return "diverged" in (self.verdict, self.base_verdict)
+
+    def cells(self, pr_number: int) -> tuple[Cell, ...]:
+        mib = None if self.peak_bytes is None else self.peak_bytes / MIB
+        return (
+            Cell("case", self.benchmark, link=f"/case/{self.case_id}?run={self.run_id}#training"),
+            Cell("value", numbers=(self.step_seconds,), unit="seconds"),
+            Cell("value", numbers=(mib,), unit="MiB"),
+            Cell("detail", self.description),
+            Cell("status", self.verdict),
+            Cell("detail", self.base_description),
+            Cell("status", self.base_verdict),
+        )
+
+
 FAILURE_COLUMNS = ("case", "base", "head", "detail")
 TIMING_COLUMNS = ("benchmark", "base", "head", "change", "95 % interval")
 
@@ -237,6 +283,15 @@ SECTIONS: tuple[Section, ...] = (
         lead="What the calls run (docs/kernels.md): kernels that appeared or disappeared, launches, "
         "syncs and copies per call, graph breaks, compile time in A/B rounds; the kernels each changed "
         "timing is attributed to; speed-ups that change the kernels or beat the bytes-moved ceiling.",
+    ),
+    Section(
+        "training",
+        "Training",
+        ("case", "step time", "peak memory", "in this run", "verdict", "against the base", "verdict"),
+        "pr-training",
+        lead="Each training case's loss trajectory against bf16 eager (a recipe) or eager (compiled, graphed) "
+        "of the same run, and against the merge base, within a band learned from runs of identical code; "
+        "each case links its overlay.",
     ),
     Section(
         "known_failures",
@@ -296,11 +351,15 @@ class PrReport(BaseModel):
         description="kernel-set changes and graph breaks first, then compile time, "
         "suspect speed-ups and attributions",
     )
+    training: list[TrainingCase] = Field(default_factory=list, description="diverged first")
     known_failures: list[CaseFailure] = Field(default_factory=list)
     correctness_failures: int = Field(0, description="how many new correctness failures")
     memory_failures: int = Field(0, description="how many cases leak on the head: their memory check fails")
     numerics_drift: int = Field(0, description="how many error metrics drifted (got worse)")
     kernel_changes: int = Field(0, description="how many kernel-set and graph break changes")
+    training_divergences: int = Field(
+        0, description="how many training cases' loss left the band (of their reference or of the base)"
+    )
     min_effect: float = 0.03
     alpha: float = Field(0.05, description="the false discovery rate (Benjamini-Hochberg)")
     detector_version: str = ""
@@ -323,6 +382,14 @@ class PrReport(BaseModel):
         data.setdefault(
             "kernel_changes",
             sum(1 for row in data.get("kernels") or [] if _field(row, "what") in KERNEL_SET_FINDINGS),
+        )
+        data.setdefault(
+            "training_divergences",
+            sum(
+                1
+                for row in data.get("training") or []
+                if "diverged" in (_field(row, "verdict"), _field(row, "base_verdict"))
+            ),
         )
         if "links" not in data:
             base_url = str(data.get("public_url") or "").rstrip("/")

@@ -60,21 +60,23 @@ def _count(n: int, noun: str) -> str:
 
 
 def commit_state(event: PrReportEvent) -> tuple[Literal["success", "failure"], str]:
-    """failure when the head brings a new correctness failure, a regression or a leak (a failed memory
-    check), success otherwise."""
+    """failure when the head brings a new correctness failure, a regression, a leak (a failed memory
+    check) or a diverging training trajectory, success otherwise."""
     failures, regressions, improvements = (
         event.report.correctness_failures,
         event.cases("regression"),
         event.cases("improvement"),
     )
-    leaks = event.report.memory_failures
-    if failures or regressions or leaks:
+    leaks, divergences = event.report.memory_failures, event.report.training_divergences
+    if failures or regressions or leaks or divergences:
         description = (
             f"{_count(failures, 'new correctness failure')}, "
             f"{_count(regressions, 'regression')} against the merge base"
         )
         if leaks:
             description += f"; {_count(leaks, 'leaking case')}"
+        if divergences:
+            description += f"; {_count(divergences, 'diverging training case')}"
         return "failure", description[:DESCRIPTION_CHARS]
     description = "no new correctness failure or regression"
     if improvements:

@@ -24,6 +24,7 @@ from tewatch.pipeline.history import run_order
 from tewatch.pipeline.pr_comparison import plan_pr_comparison, store_pr_comparison
 from tewatch.pipeline.release_steps import detect_release_steps
 from tewatch.pipeline.summary import DetectSummary
+from tewatch.pipeline.training import store_divergence_alerts
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus
 from tewatch.store.database import write_session
 from tewatch.store.models import Commit, Result, Run, Verdict, VerdictStatus
@@ -81,6 +82,7 @@ def detect_after_uploads(
                 series_ids = sorted(_touched_series(session, branch_run_ids))
             for changes in replayed:  # in commit order: an alert one run opens, a later one may resolve
                 store_correctness(engine, changes, summary)
+                store_divergence_alerts(engine, changes.run_id, public_url, summary)
             detect_on_branch(
                 engine, branch, public_url, change_config or ChangePointConfig(), summary, series_ids
             )

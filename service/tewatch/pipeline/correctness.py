@@ -17,6 +17,7 @@ from tewatch.findings.pr_report import CaseFailure, CaseFixed
 from tewatch.pipeline.labels import case_label, measured_on, verdict_detail
 from tewatch.pipeline.merge_base import merge_base_runs
 from tewatch.pipeline.summary import WRITE_BATCH, DetectSummary
+from tewatch.pipeline.training import ALERT_PREFIX as TRAINING_ALERT_PREFIX
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus
 from tewatch.store.database import write_session
 from tewatch.store.models import Case, Commit, Run, Verdict, VerdictStatus
@@ -160,6 +161,7 @@ def store_correctness(engine: Engine, changes: CorrectnessChanges, summary: Dete
             open_ones = session.scalars(
                 select(Alert).where(
                     Alert.kind == AlertKind.correctness,
+                    ~Alert.dedupe_key.startswith(TRAINING_ALERT_PREFIX),  # a pass says nothing of those
                     Alert.case_id.in_(changes.passing_case_ids[start : start + WRITE_BATCH]),
                     Alert.branch == changes.branch,
                     Alert.pr_number.is_(None),

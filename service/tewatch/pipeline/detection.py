@@ -14,6 +14,7 @@ from tewatch.pipeline.kernel_alerts import alert_kernel_changes
 from tewatch.pipeline.pr_comparison import PrComparisonPlan, plan_pr_comparison, store_pr_comparison
 from tewatch.pipeline.release_steps import detect_release_steps
 from tewatch.pipeline.summary import DetectSummary
+from tewatch.pipeline.training import store_divergence_alerts
 from tewatch.store.database import write_session
 from tewatch.store.models import Result, Run
 
@@ -25,8 +26,8 @@ def detect_after_upload(
     change_config: ChangePointConfig | None = None,
     compare_config: CompareConfig | None = None,
 ) -> DetectSummary:
-    """Correctness flips, then either the PR comparison or change points on the run's branch and its TE
-    release against the one before: each read and computed first, then stored in short write transactions."""
+    """Correctness flips, then either the PR comparison or, on a branch, training divergences, change points
+    on the run's branch and its TE release against the one before: each read and computed first, then stored in short write transactions."""
     summary = DetectSummary()
     plan: PrComparisonPlan | None = None
     series_ids: list[int] = []
@@ -47,6 +48,7 @@ def detect_after_upload(
         with write_session(engine) as session:
             store_pr_comparison(session, plan, summary)
     elif branch:
+        store_divergence_alerts(engine, run_id, public_url, summary)
         detect_on_branch(
             engine, branch, public_url, change_config or ChangePointConfig(), summary, series_ids
         )

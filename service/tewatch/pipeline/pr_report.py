@@ -20,6 +20,7 @@ from tewatch.findings.pr_report import (
     NumericsChange,
     PrReport,
     TimingChange,
+    TrainingCase,
 )
 from tewatch.pipeline.correctness import (
     FAILING,
@@ -33,6 +34,7 @@ from tewatch.pipeline.kernels import ChangedTiming, KernelEvidence, kernel_evide
 from tewatch.pipeline.labels import case_label, verdict_detail
 from tewatch.pipeline.memory_numerics import memory_and_numerics
 from tewatch.pipeline.merge_base import merge_base_runs
+from tewatch.pipeline.training import training_cases
 from tewatch.store.alert_models import PrComparison
 from tewatch.store.models import Run, VerdictStatus
 from tewatch.store.run_reads import run_verdicts
@@ -115,7 +117,8 @@ def case_failures(
 @dataclass(frozen=True)
 class ReportInputs:
     """What a report is made of besides its timings: the head run, the runs it is judged against, its
-    failures and fixes against them, its memory and error values' changes, and its kernels."""
+    failures and fixes against them, its memory and error values' changes, its kernels and its training
+    cases."""
 
     run: Run
     base_runs: list[Run]
@@ -125,6 +128,7 @@ class ReportInputs:
     memory: list[MemoryChange]
     numerics: list[NumericsChange]
     kernels: KernelEvidence
+    training: list[TrainingCase]
 
 
 def build_pr_report(
@@ -166,6 +170,7 @@ def build_pr_report(
         memory=inputs.memory,
         numerics=inputs.numerics,
         kernels=kernels,
+        training=inputs.training,
         known_failures=inputs.known_failures,
         min_effect=config.min_effect,
         alpha=config.alpha,
@@ -198,6 +203,7 @@ def report_inputs(
         memory,
         numerics,
         kernel_evidence(session, run.id, base_run_ids),
+        training_cases(session, run, base_runs),
     )
 
 
