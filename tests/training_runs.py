@@ -3,7 +3,7 @@ suite's (`training.TrainSteps`, docs/records.md): the tests judge real numbers, 
 
 The model is a tiny GPT-style stack (an embedding, two pre-norm transformer blocks, a linear head) trained
 with AdamW on a deterministic token stream made from the seed, with gradient accumulation. `perturb_after`
-scales the gradient of the first block's layer norm by 0.98 from that optimizer step on: training changes
+scales the gradient of the first block's layer norm by `perturb_scale` (0.98) from that optimizer step on: training changes
 while any single op, checked alone, is untouched."""
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ def train(
     micro_batches: int = 2,
     seed: int = 1234,
     perturb_after: int | None = None,
+    perturb_scale: float = 0.98,
 ) -> Trained:
     """`recipe`: fp32, or bf16 (autocast); `execution`: eager, or compiled (torch.compile through
     AOTAutograd without code generation, `aot_eager`, so it is quick on CPU)."""
@@ -85,7 +86,7 @@ def train(
             (loss / micro_batches).backward()
             total += loss.item() / micro_batches
         if perturb_after is not None and step + 1 >= perturb_after and norm.grad is not None:
-            norm.grad.mul_(0.98)
+            norm.grad.mul_(perturb_scale)
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf"))
         optimizer.step()
         losses.append(_finite(total))

@@ -43,4 +43,7 @@ def css_class(state: str | None) -> str:
         "improvement": "st-improvement",
         "inconclusive": "st-neutral",
         "unchanged": "st-pass",
+        "equal": "st-pass",  # a training trajectory against its reference
+        "within": "st-pass",
+        "diverged": "st-fail",
     }.get(state or "", "st-neutral")

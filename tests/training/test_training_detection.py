@@ -4,21 +4,14 @@ correctness alert naming the step; a pull request's report gets a Training secti
 
 from __future__ import annotations
 
-from dataclasses import replace
-from datetime import UTC, datetime, timedelta
-
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tests.training_runs import upload_parts
-from tests.uploads import post_run
+from tests.training.conftest import upload_history
 from tewatch.pipeline.pr_report import stored_pr_report
 from tewatch.store.database import make_engine
 from tewatch.store.models import Run
-
-START = datetime(2026, 11, 20, tzinfo=UTC)
-BASE_SHA, AA_SHA, BROKEN_SHA, HEAD_SHA = "1" * 40, "2" * 40, "3" * 40, "4" * 40
 
 
 @pytest.fixture(scope="module")
@@ -28,27 +21,8 @@ def api(in_process_app):
 
 @pytest.fixture(scope="module")
 def uploaded(api, trained) -> dict[str, int]:
-    """base and an A/A on main, a pull request whose fp32 eager is the perturbed head, then a main run
-    whose compiled fp32 trains like the perturbed head."""
-    base = [trained["fp32-eager"], trained["fp32-compiled"], trained["bf16-eager"]]
-    aa = [trained["aa-fp32-eager"], trained["fp32-compiled"], trained["bf16-eager"]]
-    broken_compiled = replace(trained["head-fp32-eager"], execution="compiled")
-    broken = [trained["fp32-eager"], broken_compiled, trained["bf16-eager"]]
-    head = [trained["head-fp32-eager"], trained["fp32-compiled"], trained["bf16-eager"]]
-    ids = {}
     with api.client() as client:
-        for i, (name, runs, sha, fields) in enumerate(
-            [
-                ("base", base, BASE_SHA, {"branch": "main"}),
-                ("aa", aa, AA_SHA, {"branch": "main"}),
-                ("head", head, HEAD_SHA, {"branch": "feature", "pr_number": "35", "merge_base_sha": AA_SHA}),
-                ("broken", broken, BROKEN_SHA, {"branch": "main"}),
-            ]
-        ):
-            answer = post_run(client, upload_parts(runs, sha, START + timedelta(hours=i)), **fields)
-            assert answer.status_code == 201, answer.text
-            ids[name] = answer.json()["run_id"]
-    return ids
+        return upload_history(client, trained)
 
 
 def _training_alerts(api) -> list[dict]:

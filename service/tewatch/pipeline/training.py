@@ -23,12 +23,13 @@ from tewatch.detect.trajectory import (
 )
 from tewatch.findings.pr_report import TrainingCase
 from tewatch.pipeline.labels import case_label, measured_on
+from tewatch.pipeline.merge_base import merge_base_runs
 from tewatch.pipeline.summary import DetectSummary
 from tewatch.store.alert_models import Alert, AlertKind, AlertStatus
 from tewatch.store.database import write_session
 from tewatch.store.models import Benchmark, Case, Result, ResultStatus, Run, Series
 from tewatch.store.table_rows import TrajectoryFacts
-from tewatch.store.trajectory_reads import case_trajectories, trajectories_in_runs
+from tewatch.store.trajectory_reads import case_trajectories, latest_trajectory_run, trajectories_in_runs
 
 BAND_RUNS = 20  # the newest runs of identical code a band is learned from
 STEP_SECONDS, PEAK_BYTES = "step_seconds", "peak_allocated_bytes"
@@ -289,3 +290,60 @@ def store_divergence_alerts(engine: Engine, run_id: int, public_url: str, summar
                     f"within the band again in run {run_id} at commit {sha}",
                 )
                 summary.resolved_alerts += 1
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """A training case's loss in one run over its reference's, with the band around the reference: the
+    merge base's for a pull request's run that has one, else bf16 eager or eager of the same run."""
+
+    case: Case
+    run_id: int
+    loss: list[float | None]
+    reference: str  # "the base", "bf16 eager", "eager"; "" with nothing to compare against
+    reference_loss: list[float | None]
+    tolerance: list[float]  # per step: how far the loss may lie from the reference's
+    comparison: TrajectoryComparison | None
+
+    @property
+    def description(self) -> str:
+        return self.comparison.describe(self.reference) if self.comparison else ""
+
+
+def overlay(session: Session, case_id: int, run_id: int | None = None) -> Overlay | None:
+    """The overlay of the case in `run_id` (default: the newest run that trained it); None when it has
+    no trajectory there."""
+    run_id = run_id if run_id is not None else latest_trajectory_run(session.connection(), case_id)
+    run = session.get(Run, run_id) if run_id is not None else None
+    if run is None:
+        return None
+    judged = next((j for j in judge_run(session, run) if j.case.id == case_id), None)
+    if judged is None:
+        return None
+    if run.pr_number is not None:
+        judged = against_base(session, [judged], merge_base_runs(session, run))[0]
+    if judged.against_base is not None and judged.base_trajectory is not None:
+        pairing, name, reference, comparison = (
+            Pairing.head_vs_base,
+            "the base",
+            judged.base_trajectory.loss,
+            judged.against_base,
+        )
+        base_run = session.get_one(Run, judged.base_trajectory.run_id)
+        band = _band(session, case_id, identical_code_runs(session, base_run, include_run=True))
+    elif judged.in_run is not None and judged.reference_case_id is not None:
+        pairing, name, comparison, band = (
+            Pairing.recipe_vs_bf16 if judged.reference == "bf16 eager" else Pairing.execution_vs_eager,
+            judged.reference,
+            judged.in_run,
+            judged.band,
+        )
+        reference = next(
+            t.loss
+            for t in trajectories_in_runs(session.connection(), [run.id])
+            if t.case_id == judged.reference_case_id
+        )
+    else:
+        return Overlay(judged.case, run.id, judged.trajectory.loss, "", [], [], None)
+    tolerance = [float(v) for v in band.tolerance(pairing, reference)]
+    return Overlay(judged.case, run.id, judged.trajectory.loss, name, reference, tolerance, comparison)

@@ -42,3 +42,9 @@ def case_trajectories(conn: Connection, case_id: int, run_ids: Sequence[int]) ->
         )
         found += [row_of(TrajectoryFacts, row) for row in conn.execute(query)]
     return sorted(found, key=lambda t: t.run_id)
+
+
+def latest_trajectory_run(conn: Connection, case_id: int) -> int | None:
+    """The newest run that trained the case."""
+    query = select(Trajectory.run_id).where(Trajectory.case_id == case_id).order_by(Trajectory.run_id.desc())
+    return conn.scalar(query.limit(1))
