@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests.dashboards.conftest import browser, page  # noqa: F401 - Chromium, as the pages' tests drive it
 from tests.training_runs import Trained, train, upload_parts
 from tests.uploads import post_run
 

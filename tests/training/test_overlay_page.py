@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT, served_sqlite
-from tests.dashboards.conftest import browser, page  # noqa: F401 - the fixtures, shared
 from tests.training.conftest import PR_NUMBER, upload_history
 
 SHOTS = REPO_ROOT / "docs" / "screenshots" / "training"
@@ -81,9 +80,10 @@ def test_the_pull_requests_page_lists_the_training_cases_linking_their_overlay(s
     assert page.url.endswith(f"?run={ids['head']}#training")
 
 
-def test_a_case_without_a_trajectory_there_is_a_404_svg_and_a_page_without_the_section(site, page):
-    server, ids, cases = site
+def test_a_case_without_a_trajectory_there_is_a_404_svg_and_a_page_without_the_section(site):
+    server, _ids, cases = site
     with server.client() as client:
         missing = client.get(f"/case/{cases[('bf16', 'eager')]}/trajectory.svg", params={"run": 10_000})
         assert missing.status_code == 404
-        assert client.get(f"/case/{cases[('bf16', 'eager')]}", params={"run": 10_000}).status_code == 200
+        without = client.get(f"/case/{cases[('bf16', 'eager')]}", params={"run": 10_000})
+    assert without.status_code == 200 and 'id="training"' not in without.text
