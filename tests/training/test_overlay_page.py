@@ -87,3 +87,18 @@ def test_a_case_without_a_trajectory_there_is_a_404_svg_and_a_page_without_the_s
         assert missing.status_code == 404
         without = client.get(f"/case/{cases[('bf16', 'eager')]}", params={"run": 10_000})
     assert without.status_code == 200 and 'id="training"' not in without.text
+
+
+@pytest.mark.parametrize("value", ["2147483648", "-1", "0", "1e3", "x", "9" * 400, "%00"])
+def test_hostile_run_and_case_numbers_are_answered_below_500(site, value):
+    server, _ids, cases = site
+    case_id = cases[("fp32", "eager")]
+    with server.client() as client:
+        for url in (
+            f"/case/{case_id}?run={value}",
+            f"/case/{case_id}/trajectory.svg?run={value}",
+            f"/case/{value}/trajectory.svg",
+            f"/api/v1/runs/{value}/trajectories/{case_id}",
+            f"/api/v1/runs/1/trajectories/{value}",
+        ):
+            assert client.get(url).status_code < 500, url
