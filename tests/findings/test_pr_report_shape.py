@@ -150,6 +150,9 @@ def test_the_comment_shows_what_changed_and_leaves_known_failures_to_the_page():
     assert "+38 us of +41 us | **+20.0 %** | **regression** |" in markdown
     assert "(https://tw.example/case/21?run=2#training)" in markdown
     assert "parts from the base at step 11 (+0.031, band 0) | **diverged** |" in markdown
+    alone = ROWS["training"][0].model_copy(update={"verdict": "", "description": "", "base_verdict": ""})
+    cells = [c.text for c in alone.cells(12)[3:]]
+    assert cells[:2] == ["no reference in the run", "—"] and cells[3] == "—"
 
 
 def test_the_payload_parses_back_into_the_same_report_on_githubs_side():

@@ -238,10 +238,10 @@ class TrainingCase(Row):
             Cell("case", self.benchmark, link=f"/case/{self.case_id}?run={self.run_id}#training"),
             Cell("value", numbers=(self.step_seconds,), unit="seconds"),
             Cell("value", numbers=(mib,), unit="MiB"),
-            Cell("detail", self.description),
-            Cell("status", self.verdict),
-            Cell("detail", self.base_description),
-            Cell("status", self.base_verdict),
+            Cell("detail", self.description or "no reference in the run"),
+            Cell("status", self.verdict) if self.verdict else Cell("detail", "—"),
+            Cell("detail", self.base_description or "not on the base"),
+            Cell("status", self.base_verdict) if self.base_verdict else Cell("detail", "—"),
         )
 
 
