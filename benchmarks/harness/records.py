@@ -81,10 +81,14 @@ def compare(check: str, metric: str, value: float, tolerance: float, **details: 
     )
 
 
+# what torch's CPU allocator raises (a RuntimeError) when the host has no memory left for a tensor
+CPU_ALLOCATOR_OOM = "DefaultCPUAllocator: can't allocate memory"
+
+
 def _is_oom(exc: BaseException) -> bool:
     if type(exc).__name__ == "OutOfMemoryError":
         return True
-    return isinstance(exc, MemoryError)
+    return isinstance(exc, MemoryError) or CPU_ALLOCATOR_OOM in str(exc)
 
 
 def from_exception(check: str, exc: BaseException) -> Check:
@@ -115,6 +119,8 @@ class CaseRecord:
     notes: list[str] = field(default_factory=list)
     # a check timed once as a by-product: A/B rounds do not repeat it
     one_shot: bool = False
+    # a training case's loss and gradient norm per optimizer step (docs/records.md, "Trajectory")
+    trajectory: dict[str, Any] | None = None
 
     @property
     def case_id(self) -> str:
@@ -158,6 +164,7 @@ class CaseRecord:
             **({"perturbations": self.perturbations} if self.perturbations else {}),
             **({"notes": self.notes} if self.notes else {}),
             **({"one_shot": True} if self.one_shot else {}),
+            **({"trajectory": self.trajectory} if self.trajectory is not None else {}),
             "recorded_at": utc_now(),
         }
 
