@@ -62,7 +62,9 @@ class TorchLayers(nn.Module):
         return x
 
     def first_layernorm_weight(self) -> nn.Parameter:
-        return self.layers[0].attention_norm.weight
+        first = self.layers[0]
+        assert isinstance(first, TorchLayer)
+        return first.attention_norm.weight
 
 
 class TeLayers(nn.Module):
@@ -96,8 +98,8 @@ class TeLayers(nn.Module):
             x = layer(x, is_first_microbatch=is_first_microbatch)
         return x
 
-    def first_layernorm_weight(self) -> nn.Parameter:
-        return self.layers[0].self_attention.layernorm_qkv.layer_norm_weight
+    def first_layernorm_weight(self) -> Any:
+        return self.layers[0].self_attention.layernorm_qkv.layer_norm_weight  # type: ignore[union-attr]
 
 
 def _normal_init(weight: torch.Tensor) -> None:
@@ -107,7 +109,9 @@ def _normal_init(weight: torch.Tensor) -> None:
 class Gpt(nn.Module):
     """Embedding -> layers -> final norm -> logits through the embedding's own weight (tied head)."""
 
-    def __init__(self, layers: nn.Module, shape: TrainingShape, dtype: torch.dtype, device: str) -> None:
+    def __init__(
+        self, layers: TorchLayers | TeLayers, shape: TrainingShape, dtype: torch.dtype, device: str
+    ) -> None:
         super().__init__()
         self.embedding = nn.Embedding(shape.vocab, shape.hidden, dtype=dtype, device=device)
         nn.init.normal_(self.embedding.weight, std=INIT_STD)
@@ -121,7 +125,7 @@ class Gpt(nn.Module):
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return nn.functional.linear(self.final_norm(hidden), self.embedding.weight)
 
-    def first_layernorm_weight(self) -> nn.Parameter:
+    def first_layernorm_weight(self) -> Any:
         return self.layers.first_layernorm_weight()
 
 
@@ -129,5 +133,5 @@ def build(backend: str, recipe: str, shape: TrainingShape, device: str, seed: in
     """A fresh model whose initial values follow from `seed` alone."""
     torch.manual_seed(seed)
     dtype = params_dtype(recipe)
-    layers: nn.Module = (TeLayers if backend == "te" else TorchLayers)(shape, dtype, device)
+    layers = TeLayers(shape, dtype, device) if backend == "te" else TorchLayers(shape, dtype, device)
     return Gpt(layers, shape, dtype, device)
