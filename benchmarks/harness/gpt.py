@@ -12,6 +12,7 @@ trajectory depends on the seed and the data alone.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import torch
@@ -20,6 +21,9 @@ from torch import nn
 from benchmarks.harness.profiles import TrainingShape
 
 INIT_STD = 0.02
+# TE's attention keeps to deterministic algorithms where this is 0 (read when a layer is built): the same
+# steps give the same trajectory, so a resume, a compile or a graph is compared with eager exactly
+TE_DETERMINISM_ENV = "NVTE_ALLOW_NONDETERMINISTIC_ALGO"
 DTYPES = {"fp32": torch.float32}  # every other recipe keeps its parameters in bf16
 
 
@@ -75,6 +79,7 @@ class TeLayers(nn.Module):
         from benchmarks.harness.te_import import import_transformer_engine
 
         te = import_transformer_engine()
+        os.environ.setdefault(TE_DETERMINISM_ENV, "0")
         self.layers = nn.ModuleList(
             te.TransformerLayer(
                 shape.hidden,
