@@ -68,6 +68,10 @@ def load(model: torch.nn.Module, optimizer: torch.optim.Optimizer, folder: Path)
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import set_optimizer_state_dict
 
+    # the optimizer state's layout is read off the target optimizer, which torch initialises by a step of
+    # learning rate 0 where it has no state yet, but only where no gradient is left (a graph capture's
+    # warm-up may leave some): else nothing of the optimizer would load
+    optimizer.zero_grad(set_to_none=True)
     state = _state(model, optimizer)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

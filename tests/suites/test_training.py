@@ -309,3 +309,21 @@ def test_the_ci_profile_trains_the_torch_backend_through_real_asv(project: Path,
     (result,) = [p for p in (results / "ci-cpu").glob("*.json") if p.name != "machine.json"]
     timing = json.loads(result.read_text())["results"]["training.TrainSteps.track_seconds"]
     assert sum(isinstance(v, float) and v > 0 for v in timing[0]) == 2  # fp32 and bf16; the rest skips
+
+
+def test_the_optimizer_state_loads_into_a_fresh_optimizer_whose_parameters_hold_gradients(
+    tmp_path: Path,
+) -> None:
+    """A graph capture's warm-up may leave gradients; torch then skips initialising the target's state."""
+    saved = torch.nn.Linear(3, 3)
+    optimizer = torch.optim.AdamW(saved.parameters())
+    saved(torch.ones(1, 3)).sum().backward()
+    optimizer.step()
+    train_checkpoint.save(saved, optimizer, tmp_path / "ckpt")
+    fresh = torch.nn.Linear(3, 3)
+    fresh(torch.ones(1, 3)).sum().backward()
+    fresh_optimizer = torch.optim.AdamW(fresh.parameters())
+    train_checkpoint.load(fresh, fresh_optimizer, tmp_path / "ckpt")
+    assert torch.equal(
+        fresh_optimizer.state[fresh.weight]["exp_avg_sq"], optimizer.state[saved.weight]["exp_avg_sq"]
+    )
