@@ -77,10 +77,11 @@ class TrainSteps(Case):
     def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
         shape, device = profile.training, profile.device
         self._phase = "training"
-        run = TrainingRun(p["backend"], p["recipe"], p["execution"], shape, device)
-        uninterrupted = run.trajectory(record=self.record, phase=self._set_phase)
-        self._set_phase("resume")
-        self.record.add(run.resume_check(uninterrupted))
+        with tempfile.TemporaryDirectory(prefix="tewatch-training-") as checkpoint:
+            run = TrainingRun(p["backend"], p["recipe"], p["execution"], shape, device, Path(checkpoint))
+            uninterrupted = run.trajectory(record=self.record, phase=self._set_phase)
+            self._set_phase("resume")
+            self.record.add(run.resume_check(uninterrupted))
         earlier = os.environ.get(LOAD_CHECKPOINTS_ENV)
         if earlier and p["execution"] == "eager":
             check = run.earlier_release_check(Path(earlier), uninterrupted)
@@ -108,14 +109,17 @@ class TrainSteps(Case):
 class TrainingRun:
     """One case's model, data and trainer, and the runs that check it."""
 
-    def __init__(self, backend: str, recipe: str, execution: str, shape: TrainingShape, device: str) -> None:
+    def __init__(
+        self, backend: str, recipe: str, execution: str, shape: TrainingShape, device: str, checkpoint: Path
+    ) -> None:
+        """`checkpoint`: the folder of the half-way checkpoint (the caller's, removed by it)."""
         from benchmarks.harness.token_stream import TokenStream
 
         self.backend, self.recipe, self.execution = backend, recipe, execution
         self.shape, self.device = shape, device
         self.stream = TokenStream(shape.seed, shape.vocab, shape.seq_len, shape.micro_batch)
         self.trainer: Any = None
-        self.checkpoint = Path(tempfile.mkdtemp(prefix="tewatch-training-"))
+        self.checkpoint = checkpoint
 
     @property
     def half(self) -> int:

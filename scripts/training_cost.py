@@ -13,7 +13,9 @@ layers, the attention scores and the tied output head; elementwise work is left 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,7 +44,7 @@ def measure(profile: str, recipe: str) -> list[tuple[str, float]]:
     torch.set_num_threads(1)
     shape = get_profile(profile).training
     started = time.perf_counter()
-    run = TrainingRun("torch", recipe, "eager", shape, "cpu")
+    run = TrainingRun("torch", recipe, "eager", shape, "cpu", Path(tempfile.mkdtemp(prefix="tewatch-cost-")))
     run.trainer = run.build(shape.seed)
     built = time.perf_counter()
     trajectory = run.trainer.train(run.stream, shape.steps, "cpu", after_step=_keeper(run))
@@ -54,6 +56,7 @@ def measure(profile: str, recipe: str) -> list[tuple[str, float]]:
     for _ in range(steps):
         run.trainer.step(batches)
     timed = time.perf_counter()
+    shutil.rmtree(run.checkpoint)
     assert check.status == "pass", check
     return [
         ("build model and optimizer (imports included)", built - started),

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -51,9 +52,9 @@ def _record() -> records.CaseRecord:
 
 
 def _train(
-    shape: TrainingShape = TINY, recipe: str = "fp32"
+    folder: Path, shape: TrainingShape = TINY, recipe: str = "fp32"
 ) -> tuple[TrainingRun, records.CaseRecord, object]:
-    run = TrainingRun("torch", recipe, "eager", shape, "cpu")
+    run = TrainingRun("torch", recipe, "eager", shape, "cpu", Path(tempfile.mkdtemp(dir=folder)))
     record = _record()
     return run, record, run.trajectory(record, lambda _phase: None)
 
@@ -74,8 +75,8 @@ def test_the_token_stream_is_made_from_the_seed_step_and_micro_batch_alone() -> 
             assert b in stream.successors[a]
 
 
-def test_a_trajectory_has_every_steps_values_falls_and_repeats_bit_for_bit() -> None:
-    _, record, trajectory = _train()
+def test_a_trajectory_has_every_steps_values_falls_and_repeats_bit_for_bit(tmp_path: Path) -> None:
+    _, record, trajectory = _train(tmp_path)
     data = record.to_json()["trajectory"]
     assert data["steps"] == TINY.steps == len(data["loss"]) == len(data["grad_norm"])
     assert data["seed"] == TINY.seed and data["micro_batches"] == 3 and data["tokens_per_step"] == 48
@@ -83,12 +84,14 @@ def test_a_trajectory_has_every_steps_values_falls_and_repeats_bit_for_bit() -> 
     assert data["loss"][-1] < data["loss"][0]
     assert record.verdict().status == "pass" and record.verdict().check == "training"
     assert record.metrics["final_loss"] == {"value": data["loss"][-1], "unit": "loss"}
-    _, _, again = _train()
+    _, _, again = _train(tmp_path)
     assert again.loss == trajectory.loss and again.grad_norm == trajectory.grad_norm
 
 
-def test_the_resumed_run_equals_the_uninterrupted_one_and_a_load_that_does_nothing_fails() -> None:
-    run, _, uninterrupted = _train()
+def test_the_resumed_run_equals_the_uninterrupted_one_and_a_load_that_does_nothing_fails(
+    tmp_path: Path,
+) -> None:
+    run, _, uninterrupted = _train(tmp_path)
     check = run.resume_check(uninterrupted)
     assert (check.check, check.status, check.metric, check.value, check.tolerance) == (
         "resume_vs_uninterrupted",
@@ -111,8 +114,8 @@ def test_the_resumed_run_equals_the_uninterrupted_one_and_a_load_that_does_nothi
     assert records.from_exception("resume", caught.value).status == "error"
 
 
-def test_a_fresh_model_that_was_never_loaded_parts_at_the_first_resumed_step() -> None:
-    run, _, uninterrupted = _train()
+def test_a_fresh_model_that_was_never_loaded_parts_at_the_first_resumed_step(tmp_path: Path) -> None:
+    run, _, uninterrupted = _train(tmp_path)
     fresh = run.build(TINY.seed + 1)
     fresh.steps_done = TINY.steps // 2
     diverged = fresh.train(run.stream, TINY.steps, "cpu")
@@ -120,9 +123,9 @@ def test_a_fresh_model_that_was_never_loaded_parts_at_the_first_resumed_step() -
     assert diff > 0 and first == TINY.steps // 2 + 1
 
 
-def test_a_loss_that_diverges_to_nan_is_the_cases_verdict_with_its_first_step() -> None:
+def test_a_loss_that_diverges_to_nan_is_the_cases_verdict_with_its_first_step(tmp_path: Path) -> None:
     shape = TrainingShape(**{**TINY.__dict__, "lr": 1e20, "steps": 6})
-    _, record, trajectory = _train(shape)
+    _, record, trajectory = _train(tmp_path, shape)
     verdict = record.verdict()
     assert verdict.status == "fail_accuracy" and verdict.check == "training"
     assert verdict.details == {"first_bad_step": trajectory.first_non_finite_step()}
@@ -139,10 +142,10 @@ def test_loss_difference_counts_a_step_non_finite_on_one_side_only_as_infinitely
     assert loss_difference([1.0], [], 0)[0] == float("inf")
 
 
-def test_a_model_larger_than_the_host_is_an_oom_verdict() -> None:
+def test_a_model_larger_than_the_host_is_an_oom_verdict(tmp_path: Path) -> None:
     huge = TrainingShape(**{**TINY.__dict__, "vocab": 2**42})
     with pytest.raises(RuntimeError) as caught:
-        _train(huge)
+        _train(tmp_path, huge)
     check = records.from_exception("training", caught.value)
     assert check.status == "oom" and "can't allocate memory" in check.message
 
@@ -163,10 +166,12 @@ def test_a_graph_capture_that_fails_is_an_error_filed_under_graph_capture(
     assert verdict["exception_class"] == "RuntimeError" and "CUDAGraph" in verdict["message"]
 
 
-def test_the_perturbation_parts_the_curves_where_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
-    _, _, plain = _train()
+def test_the_perturbation_parts_the_curves_where_it_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _, _, plain = _train(tmp_path)
     monkeypatch.setenv("TEWATCH_PERTURB", PERTURBATION)
-    _, _, broken = _train()
+    _, _, broken = _train(tmp_path)
     first = TRAINING_PERTURB_FROM_STEP  # its first wrong gradient; the loss of the step after shows it
     assert broken.grad_norm[: first - 1] == plain.grad_norm[: first - 1]
     assert broken.grad_norm[first - 1] != plain.grad_norm[first - 1]
@@ -237,23 +242,27 @@ def test_a_checkpoint_kept_for_a_later_release_loads_and_a_mismatched_one_is_an_
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv(SAVE_CHECKPOINTS_ENV, str(tmp_path / "kept"))
-    _train()
+    _train(tmp_path)
     kept = tmp_path / "kept" / "torch-fp32"
     provenance = train_checkpoint.read_provenance(kept)
     assert provenance.step == TINY.steps // 2 and provenance.case == "torch-fp32"
     assert provenance.versions["torch"] == torch.__version__
 
     monkeypatch.delenv(SAVE_CHECKPOINTS_ENV)
-    run, _, uninterrupted = _train()
+    run, _, uninterrupted = _train(tmp_path)
     check = run.earlier_release_check(tmp_path / "kept", uninterrupted)
     assert check is not None and check.status == "pass" and check.value == 0.0  # the same release: equal
     assert check.details["trajectory"]["resumed_from_step"] == TINY.steps // 2
     assert (
-        TrainingRun("torch", "bf16", "eager", TINY, "cpu").earlier_release_check(tmp_path / "kept", None)
+        TrainingRun("torch", "bf16", "eager", TINY, "cpu", tmp_path / "bf16").earlier_release_check(
+            tmp_path / "kept", None
+        )
         is None
     )
 
-    other = TrainingRun("torch", "fp32", "eager", TrainingShape(**{**TINY.__dict__, "hidden": 32}), "cpu")
+    other = TrainingRun(
+        "torch", "fp32", "eager", TrainingShape(**{**TINY.__dict__, "hidden": 32}), "cpu", tmp_path / "other"
+    )
     mismatch = other.earlier_release_check(tmp_path / "kept", uninterrupted)
     assert mismatch.status == "error" and mismatch.exception_class == "CheckpointMismatch"
     assert "hidden" in mismatch.message
