@@ -336,3 +336,20 @@ def test_the_optimizer_state_loads_into_a_fresh_optimizer_whose_parameters_hold_
     assert torch.equal(
         fresh_optimizer.state[fresh.weight]["exp_avg_sq"], optimizer.state[saved.weight]["exp_avg_sq"]
     )
+
+
+def test_a_case_leaves_no_checkpoint_behind_whether_it_passes_or_fails(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setenv("TEWATCH_PROFILE", "ci")
+    monkeypatch.delenv(records.RECORD_DIR_ENV, raising=False)
+    monkeypatch.delenv("TEWATCH_CAPABILITIES", raising=False)
+    case = TrainSteps()
+    case.setup("torch", "bf16", "eager")
+    assert case.record.verdict().status == "pass" and case.record.trajectory is not None
+    with pytest.raises(RuntimeError):
+        TrainSteps().setup("torch", "bf16", "graphed")
+    assert [p.name for p in scratch.iterdir() if p.name.startswith("tewatch-")] == []
