@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.harness.profiles import PROFILES, TrainingShape, get_profile
+from benchmarks.training import RECIPES, TrainingRun
 
 
 def parameters(shape: TrainingShape) -> int:
@@ -38,8 +39,6 @@ def step_flops(shape: TrainingShape) -> float:
 
 def measure(profile: str, recipe: str) -> list[tuple[str, float]]:
     import torch
-
-    from benchmarks.training import TrainingRun
 
     torch.set_num_threads(1)
     shape = get_profile(profile).training
@@ -79,7 +78,7 @@ def _keeper(run):  # the trajectory run's half-way checkpoint, as the case saves
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--measure", choices=PROFILES, default="ci", help="the profile whose shape runs here")
-    parser.add_argument("--recipe", choices=("fp32", "bf16"), default="fp32")
+    parser.add_argument("--recipe", choices=RECIPES["torch"], default="fp32")
     args = parser.parse_args()
     print(
         f"{'profile':8} {'layers':>6} {'hidden':>6} {'params':>12} {'tokens/step':>11} {'steps':>5} {'GFLOP/step':>11}"

@@ -4,7 +4,8 @@ norm and an output head tied to the embedding), in two builds of the same shape.
 - `te`: the layers are `te.TransformerLayer` (fused QKV, causal self-attention, GELU MLP), run under TE's
   autocast with the case's recipe.
 - `torch`: the same layers in plain PyTorch (LayerNorm, one QKV Linear, scaled dot-product attention,
-  an output projection, a GELU MLP), on CPU or any GPU.
+  an output projection, a GELU MLP), on CPU or any GPU; under the `torch-ref` recipe the four Linears of a
+  layer run NVFP4 through the project's emulation.
 
 Tensors run [sequence, batch, hidden] through the layers, TE's default layout. Dropout is off: a
 trajectory depends on the seed and the data alone.
@@ -25,25 +26,44 @@ INIT_STD = 0.02
 # steps give the same trajectory, so a resume, a compile or a graph is compared with eager exactly
 TE_DETERMINISM_ENV = "NVTE_ALLOW_NONDETERMINISTIC_ALGO"
 DTYPES = {"fp32": torch.float32}  # every other recipe keeps its parameters in bf16
+# the torch backend's NVFP4: the project's own emulation (benchmarks/nvfp4_emulation), as in the linear suite
+EMULATED_RECIPE = "torch-ref"
 
 
 def params_dtype(recipe: str) -> torch.dtype:
     return DTYPES.get(recipe, torch.bfloat16)
 
 
-class TorchLayer(nn.Module):
-    """One pre-norm transformer layer of te.TransformerLayer's shape in plain PyTorch."""
+class EmulatedLinear(nn.Module):
+    """nn.Linear's shape whose three GEMMs run through the project's NVFP4 emulation (the torch-ref recipe:
+    benchmarks/harness/emulated_linear.py), the bias added after."""
 
-    def __init__(self, shape: TrainingShape, dtype: torch.dtype, device: str) -> None:
+    def __init__(self, in_features: int, out_features: int, dtype: torch.dtype, device: str) -> None:
+        super().__init__()
+        from benchmarks.harness.emulated_linear import EmulatedNVFP4Linear
+
+        self.linear = EmulatedNVFP4Linear(in_features, out_features, device=device, dtype=dtype)
+        self.bias = nn.Parameter(torch.zeros(out_features, dtype=dtype, device=device))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x) + self.bias
+
+
+class TorchLayer(nn.Module):
+    """One pre-norm transformer layer of te.TransformerLayer's shape in plain PyTorch; with `emulated`, its
+    four Linears run NVFP4 through the project's emulation."""
+
+    def __init__(self, shape: TrainingShape, dtype: torch.dtype, device: str, emulated: bool = False) -> None:
         super().__init__()
         kw: dict[str, Any] = {"dtype": dtype, "device": device}
+        linear = EmulatedLinear if emulated else nn.Linear
         self.heads = shape.heads
         self.attention_norm = nn.LayerNorm(shape.hidden, **kw)
-        self.qkv = nn.Linear(shape.hidden, 3 * shape.hidden, **kw)
-        self.projection = nn.Linear(shape.hidden, shape.hidden, **kw)
+        self.qkv = linear(shape.hidden, 3 * shape.hidden, **kw)
+        self.projection = linear(shape.hidden, shape.hidden, **kw)
         self.mlp_norm = nn.LayerNorm(shape.hidden, **kw)
-        self.fc1 = nn.Linear(shape.hidden, shape.ffn_hidden, **kw)
-        self.fc2 = nn.Linear(shape.ffn_hidden, shape.hidden, **kw)
+        self.fc1 = linear(shape.hidden, shape.ffn_hidden, **kw)
+        self.fc2 = linear(shape.ffn_hidden, shape.hidden, **kw)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         seq, batch, hidden = x.shape
@@ -56,9 +76,9 @@ class TorchLayer(nn.Module):
 
 
 class TorchLayers(nn.Module):
-    def __init__(self, shape: TrainingShape, dtype: torch.dtype, device: str) -> None:
+    def __init__(self, shape: TrainingShape, dtype: torch.dtype, device: str, emulated: bool = False) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(TorchLayer(shape, dtype, device) for _ in range(shape.layers))
+        self.layers = nn.ModuleList(TorchLayer(shape, dtype, device, emulated) for _ in range(shape.layers))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:
@@ -138,5 +158,7 @@ def build(backend: str, recipe: str, shape: TrainingShape, device: str, seed: in
     """A fresh model whose initial values follow from `seed` alone."""
     torch.manual_seed(seed)
     dtype = params_dtype(recipe)
-    layers = TeLayers(shape, dtype, device) if backend == "te" else TorchLayers(shape, dtype, device)
+    if backend == "te":
+        return Gpt(TeLayers(shape, dtype, device), shape, dtype, device)
+    layers = TorchLayers(shape, dtype, device, emulated=recipe == EMULATED_RECIPE)
     return Gpt(layers, shape, dtype, device)

@@ -75,8 +75,11 @@ def test_the_token_stream_is_made_from_the_seed_step_and_micro_batch_alone() -> 
             assert b in stream.successors[a]
 
 
-def test_a_trajectory_has_every_steps_values_falls_and_repeats_bit_for_bit(tmp_path: Path) -> None:
-    _, record, trajectory = _train(tmp_path)
+@pytest.mark.parametrize("recipe", ["fp32", "torch-ref"])
+def test_a_trajectory_has_every_steps_values_falls_and_repeats_bit_for_bit(
+    tmp_path: Path, recipe: str
+) -> None:
+    _, record, trajectory = _train(tmp_path, recipe=recipe)
     data = record.to_json()["trajectory"]
     assert data["steps"] == TINY.steps == len(data["loss"]) == len(data["grad_norm"])
     assert data["seed"] == TINY.seed and data["micro_batches"] == 3 and data["tokens_per_step"] == 48
@@ -84,7 +87,7 @@ def test_a_trajectory_has_every_steps_values_falls_and_repeats_bit_for_bit(tmp_p
     assert data["loss"][-1] < data["loss"][0]
     assert record.verdict().status == "pass" and record.verdict().check == "training"
     assert record.metrics["final_loss"] == {"value": data["loss"][-1], "unit": "loss"}
-    _, _, again = _train(tmp_path)
+    _, _, again = _train(tmp_path, recipe=recipe)
     assert again.loss == trajectory.loss and again.grad_norm == trajectory.grad_norm
 
 
@@ -280,6 +283,8 @@ def test_profiles_choose_the_cases() -> None:
     assert is_case(
         "torch", "bf16", "graphed", full
     )  # torch's own CUDA graphs, where the profile runs on a GPU
+    assert is_case("torch", "torch-ref", "eager", ci) and is_case("torch", "torch-ref", "compiled", full)
+    assert not is_case("torch", "torch-ref", "graphed", full)
 
 
 @pytest.mark.long_setup
@@ -296,7 +301,7 @@ def test_the_ci_profile_trains_the_torch_backend_through_real_asv(project: Path,
     for path in results.glob("ci-cpu/*.tewatch/cases/*.json"):
         record = json.loads(path.read_text())
         found[record["params"]["recipe"]] = record
-    assert sorted(found) == ["bf16", "fp32"]
+    assert sorted(found) == ["bf16", "fp32", "torch-ref"]
     ci = get_profile("ci").training
     for recipe, record in found.items():
         assert record["params"] == {"backend": "torch", "recipe": recipe, "execution": "eager"}
@@ -317,7 +322,7 @@ def test_the_ci_profile_trains_the_torch_backend_through_real_asv(project: Path,
         )
     (result,) = [p for p in (results / "ci-cpu").glob("*.json") if p.name != "machine.json"]
     timing = json.loads(result.read_text())["results"]["training.TrainSteps.track_seconds"]
-    assert sum(isinstance(v, float) and v > 0 for v in timing[0]) == 2  # fp32 and bf16; the rest skips
+    assert sum(isinstance(v, float) and v > 0 for v in timing[0]) == 3  # the three recipes; the rest skips
 
 
 def test_the_optimizer_state_loads_into_a_fresh_optimizer_whose_parameters_hold_gradients(
