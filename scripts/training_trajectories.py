@@ -45,12 +45,12 @@ def run_case(case: str, profile: str) -> dict[str, Any]:
 
             record = records.CaseRecord(case="training.TrainSteps", params={}, labels={})
             uninterrupted = run.trajectory(record=record, phase=lambda _: None)
-            check = run.resume_check(uninterrupted)
             entry["trajectory"] = uninterrupted.to_json()
+            check = run.resume_check(uninterrupted)
             entry["resume"] = {"status": check.status, "value": check.value}
             entry["step_seconds"] = _median_step(run, shape, device)
     except Exception as exc:  # a case that cannot run here is a row of the table, not the end of the run
-        entry["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        entry["error"] = f"{type(exc).__name__}: {str(exc)[:2000]}"
     entry["wall_seconds"] = time.perf_counter() - started
     return entry
 

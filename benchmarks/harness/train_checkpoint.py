@@ -14,10 +14,13 @@ A checkpoint kept for a later release (`save_portable`) adds `tewatch-checkpoint
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import json
+import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ import torch
 
 EXTRA_STATE_SUFFIX = "_extra_state"
 META_FILE = "tewatch-checkpoint.json"
+UNSAFE_PICKLE_ENV = "NVTE_ALLOW_UNSAFE_PICKLE_EXTRA_STATE"
 
 
 class CheckpointMismatch(ValueError):
@@ -40,11 +44,28 @@ def _extra_state_as_bytes(state: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _bytes_as_tensor(data: bytes) -> torch.Tensor:
+    # torch.frombuffer refuses an empty buffer, and a module that ran no FP8 keeps an empty extra state
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+
+
 def _extra_state_as_tensors(state: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k: torch.frombuffer(bytearray(v.getvalue()), dtype=torch.uint8) if isinstance(v, io.BytesIO) else v
-        for k, v in state.items()
-    }
+    return {k: _bytes_as_tensor(v.getvalue()) if isinstance(v, io.BytesIO) else v for k, v in state.items()}
+
+
+@contextlib.contextmanager
+def _trusted_extra_state() -> Iterator[None]:
+    """TE 2.20 refuses to unpickle delayed scaling's extra state unless NVTE_ALLOW_UNSAFE_PICKLE_EXTRA_STATE
+    is 1: the checkpoints loaded here are the case's own, or an earlier release's the user named."""
+    before = os.environ.get(UNSAFE_PICKLE_ENV)
+    os.environ[UNSAFE_PICKLE_ENV] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(UNSAFE_PICKLE_ENV, None)
+        else:
+            os.environ[UNSAFE_PICKLE_ENV] = before
 
 
 def _state(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
@@ -76,7 +97,8 @@ def load(model: torch.nn.Module, optimizer: torch.optim.Optimizer, folder: Path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         dcp.load(state, checkpoint_id=str(folder), no_dist=True)
-    model.load_state_dict(_extra_state_as_tensors(state["model"]))
+    with _trusted_extra_state():
+        model.load_state_dict(_extra_state_as_tensors(state["model"]))
     set_optimizer_state_dict(model, optimizer, state["optimizer"])
 
 

@@ -241,6 +241,32 @@ def test_extra_state_of_another_length_and_the_optimizer_state_load_into_a_fresh
     assert isinstance(train_checkpoint._extra_state_as_bytes(saved.state_dict())["_extra_state"], io.BytesIO)
 
 
+class GuardedExtraState(ExtraState):
+    """Extra state loaded the way TE 2.20 loads delayed scaling's pickle: refused without the opt-in (what
+    the H200 answered: "Refusing to load pickled Transformer Engine extra state ... set
+    NVTE_ALLOW_UNSAFE_PICKLE_EXTRA_STATE=1")."""
+
+    def get_extra_state(self) -> torch.Tensor:
+        return super().get_extra_state() if self.history else torch.empty(0, dtype=torch.uint8)
+
+    def set_extra_state(self, state: torch.Tensor) -> None:
+        if state.numel() and os.environ.get(train_checkpoint.UNSAFE_PICKLE_ENV) != "1":
+            raise RuntimeError("Refusing to load pickled Transformer Engine extra state")
+        super().set_extra_state(state)
+
+
+@pytest.mark.parametrize("history", [0, 5])
+def test_an_empty_extra_state_and_a_guarded_one_load_from_the_case_s_own_checkpoint(
+    tmp_path: Path, history: int
+) -> None:
+    saved = GuardedExtraState(history=history)  # 0: a module that ran no FP8 keeps an empty extra state
+    train_checkpoint.save(saved, torch.optim.AdamW(saved.parameters()), tmp_path / "ckpt")
+    fresh = GuardedExtraState(history=3)
+    train_checkpoint.load(fresh, torch.optim.AdamW(fresh.parameters()), tmp_path / "ckpt")
+    assert fresh.history == list(range(history))
+    assert train_checkpoint.UNSAFE_PICKLE_ENV not in os.environ
+
+
 def test_a_checkpoint_kept_for_a_later_release_loads_and_a_mismatched_one_is_an_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
