@@ -126,7 +126,7 @@ class Case(abc.ABC):
         self.prepared: Prepared | None = None
         try:
             backend, recipe = self.gate_key(p)
-            caps = gates.current_capabilities(needs_te=backend != "torch-ref")
+            caps = gates.current_capabilities(needs_te=backend not in gates.TE_FREE_BACKENDS)
             reason = gates.unsupported_reason(backend, recipe, caps, profile.device)
             if reason:
                 raise Unsupported(reason)

@@ -30,6 +30,9 @@ _NEEDS: dict[str, tuple[str, ...]] = {
 }
 # te-ref runs TE's pure-PyTorch NVFP4 reference; autocast still asserts FP8 availability
 _NEEDS_TE_REF = ("cuda", "fp8")
+# backends of the project's own code in plain PyTorch: they run without TE, on CPU or any GPU (torch-ref,
+# the NVFP4 emulation; torch, the training suite's model in plain PyTorch)
+TE_FREE_BACKENDS = ("torch-ref", "torch")
 
 
 @dataclass(frozen=True)
@@ -75,9 +78,9 @@ def family(recipe: str) -> str:
 
 def unsupported_reason(backend: str, recipe: str, caps: Capabilities, device: str) -> str | None:
     """None when the case may run; else the reason it is gated. Raises when TE is unavailable."""
-    if backend != "torch-ref" and caps.te_error:
+    if backend not in TE_FREE_BACKENDS and caps.te_error:
         raise TransformerEngineUnavailable(caps.te_error)
-    if backend == "torch-ref":
+    if backend in TE_FREE_BACKENDS:
         if device == "cuda" and not caps.cuda[0]:
             return caps.cuda[1]
         return None

@@ -80,6 +80,17 @@ show, "Kernels and host cost"):
 - `graph-break-linear`: the same forwards call `torch._dynamo.graph_break()` first: a compiled
   te.Linear's `graph_breaks` +1 (eager calls do not see it).
 
+Training (each changes how the training suite's model learns while every per-op check, which runs one
+forward and backward of an op alone, sees nothing):
+
+- `training-ln-wgrad-last-microbatch`: from optimizer step 10 on (TRAINING_PERTURB_FROM_STEP), the
+  gradient of the first layer's input layer norm weight keeps only the last micro-batch's contribution
+  instead of the sum over the step's micro-batches: gradient accumulation that overwrites where it should
+  add (the kind of wrong-gradient-while-the-forward-is-right bug that makes a model train slowly instead of
+  failing). Step 10's gradient norm is the first value that differs, step 11's loss the first loss. A
+  scaled gradient (x0.98, say) would barely show: AdamW divides each update by the gradient's running RMS,
+  so a constant factor on one parameter's gradient all but cancels.
+
 Every patched call counts itself in `touched`, so a case can say which perturbations its timed call ran.
 """
 
@@ -103,11 +114,11 @@ COLD_CALLS = 3
 
 def requested() -> set[str]:
     names = {n.strip() for n in os.environ.get(ENV, "").split(",") if n.strip()}
-    unknown = names - set(TORCH_REF) - set(TE)
+    known = set(TORCH_REF) | set(TE) | set(TRAINING)
+    unknown = names - known
     if unknown:
         raise ValueError(
-            f"{ENV} names unknown perturbations: {', '.join(sorted(unknown))}; "
-            f"known: {', '.join(sorted(set(TORCH_REF) | set(TE)))}"
+            f"{ENV} names unknown perturbations: {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
         )
     return names
 
@@ -630,6 +641,34 @@ TE: dict[str, Callable[[Any], None]] = {
     "host-delay-30us": _te_linear_delay,
     "graph-break-linear": _te_linear_graph_break,
 }
+
+
+TRAINING_PERTURB_FROM_STEP = 10
+
+
+def _ln_wgrad_last_microbatch(model: Any, current_step: Callable[[], int]) -> None:
+    weight = model.first_layernorm_weight()
+
+    def overwrite(grad: Any) -> Any:
+        # runs before this backward's gradient is added to `weight.grad`: clearing what the step's earlier
+        # micro-batches accumulated leaves the last one's alone
+        if current_step() >= TRAINING_PERTURB_FROM_STEP and weight.grad is not None:
+            touched["training-ln-wgrad-last-microbatch"] += 1
+            weight.grad.zero_()
+        return grad
+
+    weight.register_hook(overwrite)
+
+
+TRAINING: dict[str, Callable[[Any, Callable[[], int]], None]] = {
+    "training-ln-wgrad-last-microbatch": _ln_wgrad_last_microbatch,
+}
+
+
+def apply_to_training(model: Any, current_step: Callable[[], int]) -> None:
+    """Patch one freshly built model of the training suite (`current_step`: the optimizer step being taken)."""
+    for name in sorted(requested() & set(TRAINING)):
+        TRAINING[name](model, current_step)
 
 
 def apply_to_torch_ref() -> None:

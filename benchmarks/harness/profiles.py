@@ -19,6 +19,41 @@ PROFILES = ("full", "quick", "ci")
 
 
 @dataclass(frozen=True)
+class TrainingShape:
+    """The training suite's model and run (benchmarks/training.py, docs/training.md)."""
+
+    layers: int
+    hidden: int
+    heads: int
+    ffn_hidden: int
+    vocab: int
+    seq_len: int
+    micro_batch: int  # sequences per micro-batch
+    micro_batches: int  # micro-batches per optimizer step (gradient accumulation)
+    steps: int  # optimizer steps of the trajectory
+    lr: float = 3e-4
+    seed: int = 1234
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.seq_len * self.micro_batch * self.micro_batches
+
+
+# about 59M parameters (4 layers of 12.6M at hidden 1024, an 8.4M embedding tied to the output head)
+FULL_TRAINING = TrainingShape(
+    layers=4,
+    hidden=1024,
+    heads=16,
+    ffn_hidden=4096,
+    vocab=8192,
+    seq_len=512,
+    micro_batch=8,
+    micro_batches=4,
+    steps=50,
+)
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     device: str  # "cuda" or "cpu"
@@ -50,6 +85,10 @@ class Profile:
     # the host-overhead suite (benchmarks/host.py): token counts and the hidden size of its layers
     host_tokens: tuple[int, ...] = (1, 4, 16, 64)
     host_hidden: int = 4096
+    # the training suite: its model and run, and the cases it keeps ("backend/recipe/execution" patterns
+    # as fnmatch reads them)
+    training: TrainingShape = FULL_TRAINING
+    training_cases: tuple[str, ...] = ("*",)
     # torch's intra-op threads for CPU cases: one, so that a busy core beside the run slows a case by its
     # share and no more (two spinning threads on a 2-core machine with one core taken ran 50x slower)
     cpu_threads: int | None = None
@@ -94,6 +133,19 @@ _PROFILES = {
         # a second or so a case; odd shapes (36 cases) and compile sequences (14 compiles) stay in full
         general_checks=("Determinism", "CpuOps", "NdUpdate"),
         host_tokens=(1, 64),
+        training=TrainingShape(
+            layers=2,
+            hidden=1024,
+            heads=16,
+            ffn_hidden=4096,
+            vocab=8192,
+            seq_len=256,
+            micro_batch=8,
+            micro_batches=4,
+            steps=30,
+        ),
+        # every recipe eager; compile and CUDA graphs once each in bf16, and graphs once with FP8 weight caching
+        training_cases=("te/*/eager", "te/bf16/*", "te/fp8-current/graphed", "torch/bf16/eager"),
     ),
     "ci": Profile(
         name="ci",
@@ -111,6 +163,19 @@ _PROFILES = {
         sample_budget_s=0.1,
         min_samples=5,
         max_samples=20,
+        training=TrainingShape(
+            layers=2,
+            hidden=32,
+            heads=4,
+            ffn_hidden=64,
+            vocab=64,
+            seq_len=16,
+            micro_batch=2,
+            micro_batches=2,
+            steps=8,
+            lr=3e-3,
+        ),
+        training_cases=("torch/*/eager",),
         cpu_threads=1,
         host_tokens=(16,),
         host_hidden=128,

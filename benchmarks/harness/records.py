@@ -81,10 +81,14 @@ def compare(check: str, metric: str, value: float, tolerance: float, **details: 
     )
 
 
+# what torch's CPU allocator raises (a RuntimeError) when the host has no memory left for a tensor
+CPU_ALLOCATOR_OOM = "DefaultCPUAllocator: can't allocate memory"
+
+
 def _is_oom(exc: BaseException) -> bool:
     if type(exc).__name__ == "OutOfMemoryError":
         return True
-    return isinstance(exc, MemoryError)
+    return isinstance(exc, MemoryError) or CPU_ALLOCATOR_OOM in str(exc)
 
 
 def from_exception(check: str, exc: BaseException) -> Check:
@@ -117,6 +121,8 @@ class CaseRecord:
     one_shot: bool = False
     # the kernel table of the profiler pass (benchmarks.harness.kernels), None where none ran
     kernels: dict[str, Any] | None = None
+    # a training case's loss and gradient norm per optimizer step (docs/records.md, "Trajectory")
+    trajectory: dict[str, Any] | None = None
 
     @property
     def case_id(self) -> str:
@@ -161,6 +167,7 @@ class CaseRecord:
             **({"notes": self.notes} if self.notes else {}),
             **({"one_shot": True} if self.one_shot else {}),
             **({"kernels": self.kernels} if self.kernels else {}),
+            **({"trajectory": self.trajectory} if self.trajectory is not None else {}),
             "recorded_at": utc_now(),
         }
 

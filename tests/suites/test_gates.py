@@ -69,6 +69,14 @@ def test_missing_transformer_engine_is_an_error_for_te_cases_only() -> None:
     with pytest.raises(gates.TransformerEngineUnavailable):
         gates.unsupported_reason("te-ref", "nvfp4", broken, "cuda")
     assert gates.unsupported_reason("torch-ref", "nvfp4", broken, "cuda") is None
+    assert gates.unsupported_reason("torch", "fp32", broken, "cuda") is None
+
+
+def test_the_plain_pytorch_training_backend_is_gated_like_torch_ref() -> None:
+    """The training suite's `torch` backend: its recipes (fp32, bf16) need no TE and no FP8."""
+    assert gates.unsupported_reason("torch", "fp32", CPU, "cpu") is None
+    assert gates.unsupported_reason("torch", "bf16", H200, "cuda") is None
+    assert gates.unsupported_reason("torch", "bf16", CPU, "cuda") == "CUDA device required"
 
 
 def test_capabilities_travel_through_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
