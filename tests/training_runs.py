@@ -115,6 +115,10 @@ def case_record(trained: Trained, steps: int = 12, micro_batches: int = 2) -> di
         "verdict": verdict,
         "metrics": {
             "step_seconds": {"value": trained.step_seconds, "unit": "seconds"},
+            "tokens_per_second": {
+                "value": micro_batches * BATCH * SEQ / trained.step_seconds,
+                "unit": "tokens/s",
+            },
             "peak_allocated_bytes": {"value": 1048576.0, "unit": "bytes"},
             "final_loss": {"value": finite[-1] if finite else 0.0, "unit": "loss"},
         },

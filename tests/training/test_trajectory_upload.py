@@ -37,6 +37,16 @@ def test_a_trajectory_is_served_whole_as_uploaded(api, trained):
         by_recipe = {c["labels"]["recipe"]: c["id"] for c in cases if c["case_name"] == "training.TrainSteps"}
         served = client.get(f"/api/v1/runs/{run_id}/trajectories/{by_recipe['bf16']}")
         missing = client.get(f"/api/v1/runs/{run_id}/trajectories/{max(by_recipe.values()) + 1000}")
+        benchmarks = {
+            b["name"]: b
+            for b in client.get("/api/v1/benchmarks", params={"case": "training.TrainSteps"}).json()
+        }
+    throughput, step = (
+        benchmarks["training.TrainSteps.tokens_per_second"],
+        benchmarks["training.TrainSteps.step_seconds"],
+    )
+    assert (throughput["unit"], throughput["higher_is_better"]) == ("tokens/s", True)
+    assert (step["unit"], step["higher_is_better"]) == ("seconds", False)
     assert served.status_code == 200
     body = served.json()
     assert body["loss"] == trained["bf16-eager"].loss and body["grad_norm"] == trained["bf16-eager"].grad_norm

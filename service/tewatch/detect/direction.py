@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-HIGHER_IS_BETTER_UNITS = frozenset({"TFLOP/s", "fraction", "dB"})
+from tewatch.core.units import HIGHER_IS_BETTER_UNITS
 
 
 class Direction(str, enum.Enum):
@@ -13,7 +13,7 @@ class Direction(str, enum.Enum):
 
 
 def higher_is_better(unit: str) -> bool:
-    """Higher is better for throughput ("TFLOP/s"), shares ("fraction") and signal-to-noise ratios ("dB");
+    """Higher is better for throughputs ("TFLOP/s", "tokens/s"), shares ("fraction") and signal-to-noise ratios ("dB");
     lower for everything else."""
     return unit in HIGHER_IS_BETTER_UNITS
 

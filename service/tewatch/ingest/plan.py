@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from tewatch.core import stderr_log_file
 from tewatch.core.clock import future_commit_message, too_far_ahead
+from tewatch.core.units import HIGHER_IS_BETTER_UNITS
 from tewatch.ingest.asv_files import (
     AsvResults,
     BenchmarkInfo,
@@ -36,7 +37,6 @@ from tewatch.ingest.records import CaseRecord, Check, RunRecord, parse_record
 from tewatch.ingest.stderr_log import failure_text, split_sections
 
 LABEL_COLUMNS = ("backend", "recipe", "mode", "rank", "world_size")
-HIGHER_IS_BETTER_UNITS = {"TFLOP/s", "fraction", "dB"}
 MACHINE_COLUMNS = {
     "machine",
     "cpu",
