@@ -37,10 +37,10 @@ from sqlalchemy import make_url
 
 from tewatch.campaign.service_process import ServiceProcess
 from tewatch.ingest.discover import find_runs
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import upgrade
-from tewatch.store.models import TokenScope
-from tewatch.store.tokens import create_token
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import upgrade
+from tewatch.store.schema.models import TokenScope
+from tewatch.store.writes.tokens import create_token
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "h200-quick"

@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from synthetic_history import generate
 
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import upgrade
-from tewatch.store.models import Case, Machine, Result, Run, Series
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import upgrade
+from tewatch.store.schema.models import Case, Machine, Result, Run, Series
 
 TARGET_P95_MS = 300.0
 

@@ -20,11 +20,11 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tewatch.campaign.service_process import ServiceProcess
-from tewatch.store.alert_models import Alert, AlertStatus, AlertStatusChange, Detection
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import upgrade
-from tewatch.store.models import Result, Run, Series, TokenScope
-from tewatch.store.tokens import create_token
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import upgrade
+from tewatch.store.schema.alert_models import Alert, AlertStatus, AlertStatusChange, Detection
+from tewatch.store.schema.models import Result, Run, Series, TokenScope
+from tewatch.store.writes.tokens import create_token
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared/data/ext-django-asv/django-ubuntu-latest.tar.xz"
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from sqlalchemy import Column, Float, Index, Integer, MetaData, String, Table, select
 
-from tewatch.store.database import make_engine
-from tewatch.store.models import CaseKernels
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.models import CaseKernels
 
 ROWS = MetaData()
 KERNEL_ROWS = Table(

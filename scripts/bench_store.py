@@ -8,7 +8,7 @@ afterwards) and older than every timed upload, so the latest-verdict tables are 
 each timed upload, a bare DB-API executemany of its rows (bound and ordered as ingest binds and orders
 them: by series, by case) is timed into unindexed copies of results and verdicts, and into the tables
 themselves (their indexes at their size), rolled back. On SQLite the WAL checkpoint that follows an upload
-in the background (tewatch.store.checkpoints) is waited for and timed apart ("then checkpoint ms"), with
+in the background (tewatch.store.engine.checkpoints) is waited for and timed apart ("then checkpoint ms"), with
 nothing else running. Then the series query (the API's answer: a series' newest 1,000 points in commit
 order, read by the pages' reader, series_reads) and the latest-verdicts query are timed. Prints a table
 per level and the ingest growth per million stored results (least-squares slope).
@@ -46,11 +46,12 @@ from tewatch.ingest.fingerprints import case_id
 from tewatch.ingest.plan import build_plan
 from tewatch.ingest.service import ingest_bundle
 from tewatch.ingest.writer import RESULT_COLUMNS, VERDICT_COLUMNS
-from tewatch.store import checkpoints, queries
-from tewatch.store.bulk import bound_rows, insert_rows
-from tewatch.store.database import is_sqlite, make_engine
-from tewatch.store.migrate import upgrade
-from tewatch.store.models import Case, Commit, Result, Run, Series, Verdict
+from tewatch.store.engine import checkpoints
+from tewatch.store.engine.database import is_sqlite, make_engine
+from tewatch.store.engine.migrate import upgrade
+from tewatch.store.reads import queries
+from tewatch.store.schema.models import Case, Commit, Result, Run, Series, Verdict
+from tewatch.store.writes.bulk import bound_rows, insert_rows
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CASE = "linear.LinearFwdBwd"

@@ -27,10 +27,10 @@ from sqlalchemy.orm import Session
 
 from tewatch.alerts.events import EventType, emit
 from tewatch.campaign.service_process import ServiceProcess
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import upgrade
-from tewatch.store.models import TokenScope
-from tewatch.store.tokens import create_token
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import upgrade
+from tewatch.store.schema.models import TokenScope
+from tewatch.store.writes.tokens import create_token
 
 DEADLINE_S = 10
 TRICKLE_S = 2.0

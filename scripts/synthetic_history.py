@@ -8,7 +8,7 @@ GPU against a merge base near the end of main; pull request 1 breaks the FP8 GEM
 cases by 10 %.
 
 Rows are not ingested: they are bulk-written (executemany on SQLite, binary COPY on PostgreSQL, through
-tewatch.store.bulk) with the (series, run) and (case, run) indexes dropped during the load and built once
+tewatch.store.writes.bulk) with the (series, run) and (case, run) indexes dropped during the load and built once
 afterwards, then the latest-verdict tables are rebuilt from the whole history (what ingest leaves after
 each upload) and, on PostgreSQL, the tables vacuumed and analysed. Samples are drawn from a pool of noise
 vectors. About 50,000 results a second on SQLite here.
@@ -31,10 +31,9 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Engine, Index, insert, select
 
 from tewatch.ingest.latest import rebuild_latest_verdicts
-from tewatch.store.bulk import insert_rows
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import upgrade_engine
-from tewatch.store.models import (
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import upgrade_engine
+from tewatch.store.schema.models import (
     Benchmark,
     Case,
     Commit,
@@ -45,6 +44,7 @@ from tewatch.store.models import (
     Series,
     Verdict,
 )
+from tewatch.store.writes.bulk import insert_rows
 
 GPUS = [("NVIDIA H200", "9.0"), ("NVIDIA B200", "10.0"), ("NVIDIA GB200", "10.0")]
 LINEAR_RECIPES = {

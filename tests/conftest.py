@@ -104,7 +104,7 @@ def _fresh_database(backend: str, postgres_url: str | None, tmp_dir: Path) -> It
 @pytest.fixture(params=BACKENDS)
 def db_url(request, postgres_server, tmp_path) -> Iterator[str]:
     """An empty, migrated database of each backend, fresh for every test."""
-    from tewatch.store.migrate import upgrade
+    from tewatch.store.engine.migrate import upgrade
 
     for url in _fresh_database(request.param, postgres_server, tmp_path):
         upgrade(url)
@@ -114,7 +114,7 @@ def db_url(request, postgres_server, tmp_path) -> Iterator[str]:
 @pytest.fixture(scope="module", params=BACKENDS)
 def module_db_url(request, postgres_server, tmp_path_factory) -> Iterator[str]:
     """Like db_url, shared by the tests of one module (they compare counts before and after)."""
-    from tewatch.store.migrate import upgrade
+    from tewatch.store.engine.migrate import upgrade
 
     for url in _fresh_database(request.param, postgres_server, tmp_path_factory.mktemp("db")):
         upgrade(url)
@@ -123,8 +123,8 @@ def module_db_url(request, postgres_server, tmp_path_factory) -> Iterator[str]:
 
 def store_counts_of(db_url: str) -> dict[str, int]:
     """Row counts of every table ingest writes, read straight from the database."""
-    from tewatch.store.database import make_engine
-    from tewatch.store.queries import store_counts
+    from tewatch.store.engine.database import make_engine
+    from tewatch.store.reads.queries import store_counts
 
     engine = make_engine(db_url)
     try:
@@ -155,9 +155,9 @@ class LiveServer:
 def start_server(
     db_url: str, log_path: Path, *extra_args: str, env: dict[str, str] | None = None
 ) -> LiveServer:
-    from tewatch.store.database import make_engine
-    from tewatch.store.models import TokenScope
-    from tewatch.store.tokens import create_token
+    from tewatch.store.engine.database import make_engine
+    from tewatch.store.schema.models import TokenScope
+    from tewatch.store.writes.tokens import create_token
 
     engine = make_engine(db_url)
     token = create_token(engine, "tests", TokenScope.admin)
@@ -213,7 +213,7 @@ def stop_server(server: LiveServer) -> None:
 def served_sqlite(folder: Path, env: dict[str, str] | None = None) -> Iterator[tuple[LiveServer, str]]:
     """A real `tewatch serve` on a fresh, migrated SQLite store in `folder` (with `env` added to its
     environment): (server, database URL)."""
-    from tewatch.store.migrate import upgrade
+    from tewatch.store.engine.migrate import upgrade
 
     db_url = f"sqlite:///{folder / 'tewatch.sqlite3'}"
     upgrade(db_url)
@@ -255,9 +255,9 @@ def app_in_process(db_url: str) -> Iterator[InProcessApp]:
     """`create_app` on the store at `db_url`, with an upload token."""
     from tewatch.api.app import create_app
     from tewatch.core.settings import Settings
-    from tewatch.store.database import make_engine
-    from tewatch.store.models import TokenScope
-    from tewatch.store.tokens import create_token
+    from tewatch.store.engine.database import make_engine
+    from tewatch.store.schema.models import TokenScope
+    from tewatch.store.writes.tokens import create_token
 
     engine = make_engine(db_url)
     token = create_token(engine, "tests", TokenScope.admin)

@@ -18,10 +18,16 @@ from sqlalchemy import Connection
 from tewatch.detect.drift import ErrorMetric
 from tewatch.detect.environment import environment_changes
 from tewatch.pipeline.memory_numerics import tolerance_of
-from tewatch.store.case_metric_reads import run_checks
-from tewatch.store.machine_reads import environments_by_id, machines_by_id
-from tewatch.store.release_reads import SeriesStep, series_steps
-from tewatch.store.series_reads import SeriesHeader, SeriesPoint, pr_comparison, series_points, series_version
+from tewatch.store.reads.case_metric_reads import run_checks
+from tewatch.store.reads.machine_reads import environments_by_id, machines_by_id
+from tewatch.store.reads.release_reads import SeriesStep, series_steps
+from tewatch.store.reads.series_reads import (
+    SeriesHeader,
+    SeriesPoint,
+    pr_comparison,
+    series_points,
+    series_version,
+)
 from tewatch_dashboards.templating import is_version_stand_in
 from tewatch_dashboards.views.change_points import MIN_EFFECT, ChangePointView, change_points
 

@@ -10,9 +10,9 @@ from fastapi import Request
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from tewatch.store.case_reads import case_placements, has_case_of_backend
-from tewatch.store.release_reads import step_outlines
-from tewatch.store.run_reads import newest_run_id
+from tewatch.store.reads.case_reads import case_placements, has_case_of_backend
+from tewatch.store.reads.release_reads import step_outlines
+from tewatch.store.reads.run_reads import newest_run_id
 from tewatch.web.deps import get_engine
 from tewatch_dashboards.views.matrix import matrix_column
 

@@ -7,8 +7,8 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import start_server, stop_server
 from tewatch.alerts.lifecycle import open_alert
-from tewatch.store.alert_models import AlertKind
-from tewatch.store.database import make_engine
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.alert_models import AlertKind
 
 
 @pytest.fixture

@@ -16,8 +16,13 @@ from tewatch.alerts.delivery import NO_ANSWER, UNSENDABLE, DeliveryPolicy, Outbo
 from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.signing import sign, verify
 from tewatch.alerts.subscriptions import SubscriptionError, add_subscription
-from tewatch.store.alert_models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookSubscription
-from tewatch.store.database import make_engine
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.alert_models import (
+    DeliveryStatus,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookSubscription,
+)
 
 SECRET = "s3cret-for-the-receiver"
 FAST = DeliveryPolicy(

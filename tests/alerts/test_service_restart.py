@@ -12,8 +12,8 @@ from tests.alerts.receiver import Receiver
 from tests.conftest import start_server, stop_server
 from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.subscriptions import add_subscription
-from tewatch.store.alert_models import DeliveryStatus, WebhookDelivery
-from tewatch.store.database import make_engine
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.alert_models import DeliveryStatus, WebhookDelivery
 
 SECRET = "restart-test-secret-value"
 

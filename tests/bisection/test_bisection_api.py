@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tewatch.store.alert_models import WebhookEvent
-from tewatch.store.database import make_engine
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.alert_models import WebhookEvent
 
 GOOD, BAD, CULPRIT, SKIPPED = "a" * 40, "b" * 40, "c" * 40, "d" * 40
 

@@ -21,10 +21,10 @@ from tewatch.campaign.demo import RELEASE_HISTORY, load_runs
 from tewatch.campaign.release_history import MANIFEST, ReleaseHistoryError, release_runs
 from tewatch.core.settings import Settings
 from tewatch.ingest.discover import find_runs
-from tewatch.store.alert_models import Alert, AlertKind
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import upgrade
-from tewatch.store.models import Case, Commit, Environment, Run, Verdict
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import upgrade
+from tewatch.store.schema.alert_models import Alert, AlertKind
+from tewatch.store.schema.models import Case, Commit, Environment, Run, Verdict
 
 HISTORY = REPO_ROOT / RELEASE_HISTORY
 

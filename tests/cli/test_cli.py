@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 from tests.uploads import TINY
-from tewatch.store.database import make_engine
-from tewatch.store.models import TokenScope
-from tewatch.store.tokens import token_scope
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.models import TokenScope
+from tewatch.store.writes.tokens import token_scope
 
 CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 

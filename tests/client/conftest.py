@@ -14,8 +14,8 @@ from sqlalchemy import text
 from tests.conftest import FIXTURES, LiveServer, served_sqlite
 from tests.uploads import parts_of, post_run
 from tewatch.ingest.discover import find_runs
-from tewatch.store.alert_models import Detection
-from tewatch.store.database import make_engine, write_connection
+from tewatch.store.engine.database import make_engine, write_connection
+from tewatch.store.schema.alert_models import Detection
 
 PR_NUMBER = 1
 PR_HEAD = FIXTURES / "h200-campaign" / "head-results"

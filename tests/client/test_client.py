@@ -255,7 +255,7 @@ def test_pandas_stays_out_of_the_service(tmp_path):
         "import tewatch.cli, tewatch.pipeline.detection, tewatch_dashboards.router\n"
         "from tewatch.api.app import create_app\n"
         "from tewatch.core.settings import Settings\n"
-        "from tewatch.store.migrate import upgrade\n"
+        "from tewatch.store.engine.migrate import upgrade\n"
         "url = f'sqlite:///{sys.argv[1]}'\n"
         "upgrade(url)\n"
         "with TestClient(create_app(Settings(database_url=url))) as client:\n"

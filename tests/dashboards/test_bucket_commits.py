@@ -7,10 +7,10 @@ from sqlalchemy.orm import Session
 
 from tests.detect.store_history import StoreHistory
 from tewatch.core.te_releases import version_hash
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import upgrade
-from tewatch.store.models import VerdictStatus
-from tewatch.store.series_reads import series_header
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import upgrade
+from tewatch.store.reads.series_reads import series_header
+from tewatch.store.schema.models import VerdictStatus
 from tewatch_dashboards.series_chart import MAX_DETAILED_POINTS, build
 
 RUNS = MAX_DETAILED_POINTS + 40  # more than one chart draws point by point

@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session
 from tests.conftest import LiveServer, served_sqlite, start_server, stop_server
 from tests.dashboards.test_pages import open_page
 from tests.history.django_data import django_results
-from tewatch.store.alert_models import Alert, Detection
-from tewatch.store.database import make_engine
-from tewatch.store.models import Commit, Run
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.alert_models import Alert, Detection
+from tewatch.store.schema.models import Commit, Run
 from tewatch_dashboards.site import GENERAL_SUBJECT, read_facts
 
 pytestmark = pytest.mark.long_setup

@@ -65,7 +65,7 @@ def test_gpu_state_keeps_only_what_was_recorded() -> None:
 
 
 def test_a_case_is_shown_by_its_event_time_before_its_kernel_time_and_the_hosts_share():
-    from tewatch.store.case_reads import primary_rank
+    from tewatch.store.reads.case_reads import primary_rank
 
     names = {
         "linear.LinearFwdBwd.host_overhead_seconds": "seconds",

@@ -9,8 +9,8 @@ from sqlalchemy.orm import Session
 
 from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.service import ingest_bundle
-from tewatch.store.database import make_engine
-from tewatch.store.models import Run
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.models import Run
 from tewatch_dashboards.views.runs import machine_rows
 
 

@@ -12,7 +12,7 @@ from tests.uploads import parts_of
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.discover import find_runs
 from tewatch.ingest.service import ingest_bundle
-from tewatch.store.database import make_engine
+from tewatch.store.engine.database import make_engine
 from tewatch_dashboards.views.filters import Filters
 from tewatch_dashboards.views.matrix import matrix_grids
 

@@ -7,7 +7,7 @@ import itertools
 from datetime import UTC, datetime
 
 from tewatch.runner.commit import version_hash
-from tewatch.store.series_reads import SeriesHeader, SeriesPoint
+from tewatch.store.reads.series_reads import SeriesHeader, SeriesPoint
 from tewatch_dashboards.plots import MAX_COMMIT_TICKS, commit_ticks, draw_series, render_series_svg
 from tewatch_dashboards.series_chart import ChartData, PrOverlay, commit_label
 

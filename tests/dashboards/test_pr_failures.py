@@ -67,8 +67,8 @@ def _failing(parts: dict) -> int:
 def _failing_verdicts(db_url: str, run_id: int) -> int:
     from sqlalchemy import func, select
 
-    from tewatch.store.database import make_engine
-    from tewatch.store.models import Verdict
+    from tewatch.store.engine.database import make_engine
+    from tewatch.store.schema.models import Verdict
 
     engine = make_engine(db_url)
     try:
@@ -173,8 +173,8 @@ def _poll(read, tries: int = 100):
 def _pr_report(db_url: str, pr_number: int) -> dict | None:
     from sqlalchemy import select
 
-    from tewatch.store.alert_models import WebhookEvent
-    from tewatch.store.database import make_engine
+    from tewatch.store.engine.database import make_engine
+    from tewatch.store.schema.alert_models import WebhookEvent
 
     engine = make_engine(db_url)
     try:

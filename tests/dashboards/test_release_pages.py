@@ -16,7 +16,7 @@ from tests.dashboards.conftest import screenshot
 from tewatch.campaign.demo import RELEASE_HISTORY, load_runs
 from tewatch.campaign.release_history import release_runs
 from tewatch.core.te_releases import version_hash
-from tewatch.store.migrate import upgrade
+from tewatch.store.engine.migrate import upgrade
 
 STAND_IN = version_hash("2.20.2")  # TE 2.20.2's wheel named no commit: its runs are filed under this
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from sqlalchemy.orm import Session
 
-from tewatch.store.models import (
+from tewatch.store.schema.models import (
     Benchmark,
     Case,
     Commit,

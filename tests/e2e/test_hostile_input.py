@@ -25,8 +25,8 @@ from tests.conftest import REPO_ROOT
 from tests.e2e import hostile
 from tests.e2e.hostile import SENTINEL, Site
 from tests.uploads import parts_of, post_run, tiny_run
-from tewatch.store.database import make_engine, write_connection
-from tewatch.store.queries import store_counts
+from tewatch.store.engine.database import make_engine, write_connection
+from tewatch.store.reads.queries import store_counts
 
 EXAMPLES = 50  # per kind and database: the file takes about 35 s on two busy cores, both databases
 HOSTILE = settings(

@@ -13,7 +13,7 @@ from tests.conftest import FIXTURES
 from tests.uploads import TINY, all_fixture_runs, parts_of, post_run, tiny_run
 from tewatch.campaign.demo import load_results
 from tewatch.runner import results as asv_results
-from tewatch.store.migrate import upgrade
+from tewatch.store.engine.migrate import upgrade
 
 
 def expected_rows(run) -> tuple[int, int]:

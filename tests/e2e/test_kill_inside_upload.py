@@ -23,7 +23,7 @@ from sqlalchemy import make_url, text
 from tests.conftest import REPO_ROOT, LiveServer, start_server, stop_server
 from tests.uploads import parts_of, post_run, tiny_run
 from tewatch.ingest.pause_point import POINT_VARIABLE, POINTS, SIGNAL_VARIABLE
-from tewatch.store.database import make_engine
+from tewatch.store.engine.database import make_engine
 
 SIGNAL_WAIT_S = 120
 TRIALS: Counter[str] = Counter()  # backend -> trials

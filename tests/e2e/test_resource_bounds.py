@@ -205,7 +205,7 @@ def graph_counts(server) -> tuple[int, int]:
     """Rows of the stored commit graph and of the parents it awaits, read from the database."""
     from sqlalchemy import text
 
-    from tewatch.store.database import make_engine
+    from tewatch.store.engine.database import make_engine
 
     engine = make_engine(server.db_url)
     try:

@@ -20,8 +20,8 @@ from sqlalchemy import make_url
 from tests.conftest import start_server, stop_server
 from tests.uploads import parts_of, post_run, tiny_run
 from tewatch.alerts.lifecycle import open_alert
-from tewatch.store.alert_models import AlertKind
-from tewatch.store.database import make_engine, write_session
+from tewatch.store.engine.database import make_engine, write_session
+from tewatch.store.schema.alert_models import AlertKind
 
 UPLOADS = 10
 FAILING_CASES_PER_UPLOAD = 4  # the tiny fixture's failing cases: a correctness alert each

@@ -21,8 +21,8 @@ from tests.github.test_github_outbox import (
 )
 from tewatch.alerts.bisections import BisectionReport, store_bisection
 from tewatch.github.comment import bisection_lines, sections
-from tewatch.store.alert_models import Alert, AlertKind
-from tewatch.store.database import make_engine
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.alert_models import Alert, AlertKind
 
 GOOD, BAD, CULPRIT = "a" * 40, "b" * 40, "c" * 40
 HOSTILE_SUBJECT = "Fix @nvidia/te-team regression #12 <b>*now*</b> see https://evil.example"

@@ -20,8 +20,8 @@ from tewatch.alerts.events import EventType, event_body
 from tewatch.core.settings import Settings
 from tewatch.github.comment import MARKER, comment_body, sections
 from tewatch.github.report import parse_report
-from tewatch.store.alert_models import DeliveryStatus, WebhookAttempt, WebhookDelivery
-from tewatch.store.database import make_engine
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.alert_models import DeliveryStatus, WebhookAttempt, WebhookDelivery
 from tewatch.worker.outbox import outbox_worker, sync_github
 
 TOKEN = "ghp_" + "x" * 36

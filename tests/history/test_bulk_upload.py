@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session
 from tests.conftest import served_sqlite
 from tests.history.django_data import django_results
 from tewatch.pipeline.branch_detection import detect_branch
-from tewatch.store.alert_models import Alert, Detection
-from tewatch.store.database import make_engine
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.alert_models import Alert, Detection
 
 CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 

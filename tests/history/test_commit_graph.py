@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 from tests.conftest import served_sqlite
 from tests.history.django_data import django_results
 from tewatch.pipeline.history import branch_histories
-from tewatch.store import queries
-from tewatch.store.database import make_engine
+from tewatch.store.engine.database import make_engine
+from tewatch.store.reads import queries
 
 CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 DAY = 86_400

@@ -14,9 +14,9 @@ from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.discover import find_runs
 from tewatch.ingest.fingerprints import digest_of, machine_case_fingerprint
 from tewatch.ingest.service import ingest_bundle
-from tewatch.store import queries
-from tewatch.store.database import make_engine
-from tewatch.store.models import Benchmark, Case, Result, Run, Series
+from tewatch.store.engine.database import make_engine
+from tewatch.store.reads import queries
+from tewatch.store.schema.models import Benchmark, Case, Result, Run, Series
 
 
 def test_each_asv_environment_has_its_own_series(tmp_path, db_url):

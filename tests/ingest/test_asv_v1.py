@@ -20,8 +20,8 @@ from tests.uploads import files_of, parts_of, post_run
 from tewatch.ingest.asv_files import parse_results
 from tewatch.ingest.asv_v1 import update_to_2
 from tewatch.ingest.discover import find_runs
-from tewatch.store.database import make_engine
-from tewatch.store.models import Benchmark, Case, Machine, Result, Run, Series
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.models import Benchmark, Case, Machine, Result, Run, Series
 
 RUNS = find_runs(ASV_V1)
 DROPPED = "suite.track_value"  # the first commit's files name it; the second commit's suite dropped it

@@ -7,8 +7,8 @@ from sqlalchemy import text
 from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.latest import update_latest_verdicts
 from tewatch.ingest.service import ingest_bundle
-from tewatch.store import queries
-from tewatch.store.database import make_engine, write_connection
+from tewatch.store.engine.database import make_engine, write_connection
+from tewatch.store.reads import queries
 
 # the verdict of every case at its newest commit (commit date, run start, run id), straight from the verdicts:
 # what the tables must always say

@@ -15,8 +15,8 @@ from tewatch.ingest.errors import IngestError
 from tewatch.ingest.fingerprints import cached_case_id, case_id, digest_of, series_fingerprint
 from tewatch.ingest.jsonfile import load_json
 from tewatch.ingest.records import CaseRecord, parse_record
-from tewatch.store.gc_pause import collector_paused
-from tewatch.store.limits import json_problem, json_text_is_storable
+from tewatch.store.engine.gc_pause import collector_paused
+from tewatch.store.schema.limits import json_problem, json_text_is_storable
 
 JSON_TEXTS = [
     b'{"a": [1, 2.5, -0.0, 1e400, NaN, -Infinity], "b": {"c": null, "d": true}}',

@@ -9,9 +9,9 @@ from sqlalchemy.orm import Session
 from tests.detect.store_history import StoreHistory
 from tewatch.pipeline.batch import detect_after_uploads
 from tewatch.pipeline.branch_detection import detect_branch
-from tewatch.store.alert_models import Alert, AlertStatus, Detection
-from tewatch.store.database import make_engine
-from tewatch.store.models import Commit, VerdictStatus
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.alert_models import Alert, AlertStatus, Detection
+from tewatch.store.schema.models import Commit, VerdictStatus
 
 URL = "https://tewatch.example"
 

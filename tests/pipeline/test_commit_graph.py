@@ -11,9 +11,9 @@ from tests.detect.store_history import START, StoreHistory
 from tewatch.ingest.commit_graph import find_cycle, graph_order, store_graph
 from tewatch.ingest.errors import IngestError
 from tewatch.pipeline.history import branch_histories
-from tewatch.store import queries
-from tewatch.store.database import make_engine, write_connection
-from tewatch.store.models import VerdictStatus
+from tewatch.store.engine.database import make_engine, write_connection
+from tewatch.store.reads import queries
+from tewatch.store.schema.models import VerdictStatus
 
 
 def test_a_graph_reorders_histories_and_the_latest_verdicts(db_url):

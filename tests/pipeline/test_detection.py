@@ -13,7 +13,9 @@ from tewatch.alerts.subscriptions import add_subscription
 from tewatch.pipeline.branch_detection import detect_branch
 from tewatch.pipeline.correctness import fixed_cases
 from tewatch.pipeline.detection import detect_after_upload
-from tewatch.store.alert_models import (
+from tewatch.store.engine.database import make_engine
+from tewatch.store.reads.table_rows import CaseFacts, VerdictFacts
+from tewatch.store.schema.alert_models import (
     Alert,
     AlertKind,
     AlertStatus,
@@ -22,9 +24,7 @@ from tewatch.store.alert_models import (
     WebhookDelivery,
     WebhookEvent,
 )
-from tewatch.store.database import make_engine
-from tewatch.store.models import Run, VerdictStatus
-from tewatch.store.table_rows import CaseFacts, VerdictFacts
+from tewatch.store.schema.models import Run, VerdictStatus
 
 URL = "https://tewatch.example"
 

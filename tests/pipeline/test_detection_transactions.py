@@ -12,9 +12,9 @@ from sqlalchemy.orm import Session
 from tests.detect.store_history import START, StoreHistory
 from tewatch.alerts.lifecycle import change_status, open_alert
 from tewatch.pipeline.branch_detection import detect_branch
-from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, Detection
-from tewatch.store.database import make_engine, write_session
-from tewatch.store.models import Commit, Result, ResultStatus, Run, VerdictStatus
+from tewatch.store.engine.database import make_engine, write_session
+from tewatch.store.schema.alert_models import Alert, AlertKind, AlertStatus, Detection
+from tewatch.store.schema.models import Commit, Result, ResultStatus, Run, VerdictStatus
 
 URL = "https://tewatch.example"
 STEP_AT, RUNS = 40, 60

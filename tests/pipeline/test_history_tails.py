@@ -7,8 +7,8 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from tewatch.pipeline.history import TAIL_QUERY_SERIES, latest_values
-from tewatch.store.database import make_engine
-from tewatch.store.models import (
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.models import (
     Benchmark,
     Case,
     Commit,

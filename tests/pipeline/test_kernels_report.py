@@ -23,10 +23,10 @@ from tewatch.ingest.errors import IngestError
 from tewatch.ingest.service import ingest_bundle
 from tewatch.pipeline.detection import detect_after_upload
 from tewatch.pipeline.pr_report import stored_pr_report
-from tewatch.store.alert_models import Alert, AlertKind
-from tewatch.store.database import make_engine
-from tewatch.store.kernel_reads import case_kernel_runs
-from tewatch.store.models import Case, Run
+from tewatch.store.engine.database import make_engine
+from tewatch.store.reads.kernel_reads import case_kernel_runs
+from tewatch.store.schema.alert_models import Alert, AlertKind
+from tewatch.store.schema.models import Case, Run
 
 KEPT = FIXTURES / "h200-ab-rounds"
 QUANTIZE = "quantize.Quantize-63f2ab6b96b2"  # te, 4x2048x5120, fp8-current: the head's extra pass

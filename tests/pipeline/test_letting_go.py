@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session
 
 from tests.detect.store_history import StoreHistory
 from tewatch.pipeline.branch_detection import detect_branch
-from tewatch.store.alert_models import Alert, AlertStatus, AlertStatusChange, Detection
-from tewatch.store.database import make_engine
-from tewatch.store.models import (
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.alert_models import Alert, AlertStatus, AlertStatusChange, Detection
+from tewatch.store.schema.models import (
     Benchmark,
     Case,
     Commit,

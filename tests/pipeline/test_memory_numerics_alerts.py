@@ -10,9 +10,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tewatch.pipeline.branch_detection import detect_branch
-from tewatch.store.alert_models import Alert, AlertKind
-from tewatch.store.database import make_engine
-from tewatch.store.models import (
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.alert_models import Alert, AlertKind
+from tewatch.store.schema.models import (
     Benchmark,
     Case,
     Commit,

@@ -9,9 +9,9 @@ from sqlalchemy.orm import Session
 
 from tests.detect.store_history import StoreHistory
 from tewatch.pipeline.detection import detect_after_upload
-from tewatch.store.alert_models import PrComparison
-from tewatch.store.database import make_engine
-from tewatch.store.models import Case, Machine, Series, VerdictStatus
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.alert_models import PrComparison
+from tewatch.store.schema.models import Case, Machine, Series, VerdictStatus
 
 
 @pytest.fixture

@@ -22,10 +22,10 @@ from tewatch.campaign.release_history import release_runs
 from tewatch.campaign.release_steps import release_summaries
 from tewatch.core.te_releases import is_release
 from tewatch.ingest.discover import find_runs
-from tewatch.store.alert_models import ReleaseComparison
-from tewatch.store.database import make_engine
-from tewatch.store.release_reads import failing_since, release_signals, release_steps, series_steps
-from tewatch.store.store_state import store_state
+from tewatch.store.engine.database import make_engine
+from tewatch.store.reads.release_reads import failing_since, release_signals, release_steps, series_steps
+from tewatch.store.reads.store_state import store_state
+from tewatch.store.schema.alert_models import ReleaseComparison
 
 RELEASES = {r.version: r for r in release_runs(REPO_ROOT / RELEASE_HISTORY)[:2]}  # 2.18.0, 2.19.0
 

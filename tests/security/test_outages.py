@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import PG_CLUSTER_SCRIPT, _postgres_binaries, start_server, stop_server
 from tests.uploads import TINY, parts_of, post_run, tiny_run
-from tewatch.store.migrate import upgrade
+from tewatch.store.engine.migrate import upgrade
 
 CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 

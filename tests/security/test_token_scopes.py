@@ -14,11 +14,11 @@ from sqlalchemy.orm import Session
 from tests.conftest import start_server, stop_server
 from tests.uploads import parts_of, post_run, tiny_run
 from tewatch.alerts.lifecycle import open_alert
-from tewatch.store.alert_models import AlertKind
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import upgrade
-from tewatch.store.models import TokenScope
-from tewatch.store.tokens import create_token
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import upgrade
+from tewatch.store.schema.alert_models import AlertKind
+from tewatch.store.schema.models import TokenScope
+from tewatch.store.writes.tokens import create_token
 
 HOOK = {"url": "https://bot.example/hook", "secret": "0123456789abcdef", "event_types": ["pr.report"]}
 

@@ -15,8 +15,8 @@ from tests.conftest import free_port, start_server, stop_server
 from tests.security.receivers import NotHttp, TricklingReceiver
 from tewatch.alerts.delivery import NO_ANSWER
 from tewatch.alerts.events import EventType, emit
-from tewatch.store.alert_models import WebhookSubscription
-from tewatch.store.database import make_engine
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.alert_models import WebhookSubscription
 
 SECRET = "0123456789abcdef-secret"
 EVENTS = ["correctness.failed"]

@@ -8,8 +8,8 @@ from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.plan import build_plan
 from tewatch.ingest.service import ingest_bundle
 from tewatch.ingest.writer import RESULT_COLUMNS, VERDICT_COLUMNS
-from tewatch.store.database import make_engine, write_connection
-from tewatch.store.models import Case, Result, Series, Verdict
+from tewatch.store.engine.database import make_engine, write_connection
+from tewatch.store.schema.models import Case, Result, Series, Verdict
 
 
 def _stored(conn, table, columns, run_id) -> list[tuple]:

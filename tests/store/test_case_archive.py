@@ -8,8 +8,8 @@ import hashlib
 import pytest
 
 from tests.uploads import parts_of, tiny_run
-from tewatch.store import case_archive
-from tewatch.store.case_archive import CaseArchiveError
+from tewatch.store.schema import case_archive
+from tewatch.store.schema.case_archive import CaseArchiveError
 
 ODD_FILES = [
     ("b.json", b'{"message": "na\\u00efve \xc3\xa9l\xc3\xa8ve \\n tab\\t"}\r\n'),

@@ -14,8 +14,8 @@ from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.discover import find_runs
 from tewatch.ingest.fingerprints import digest_of, machine_case_fingerprint
 from tewatch.ingest.service import ingest_bundle
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import downgrade, upgrade
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import downgrade, upgrade
 
 BEFORE = "0011_release_comparisons"
 POINTS = """

@@ -12,9 +12,9 @@ from sqlalchemy import select
 from tests.conftest import FIXTURES
 from tests.uploads import parts_of, post_run
 from tewatch.ingest.discover import find_runs
-from tewatch.store.case_metric_reads import CheckedValue, _checked, case_metric_values, run_checks
-from tewatch.store.database import make_engine
-from tewatch.store.models import Case
+from tewatch.store.engine.database import make_engine
+from tewatch.store.reads.case_metric_reads import CheckedValue, _checked, case_metric_values, run_checks
+from tewatch.store.schema.models import Case
 
 CAMPAIGN = FIXTURES / "h200-memnum-ab"
 MIB = 2**20

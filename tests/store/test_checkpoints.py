@@ -7,9 +7,9 @@ import sqlite3
 
 from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.service import ingest_bundle
-from tewatch.store import checkpoints
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import upgrade
+from tewatch.store.engine import checkpoints
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import upgrade
 
 
 def _runs_in_file_alone(path, tmp_path) -> int:

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.orm import Session
 
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import upgrade
-from tewatch.store.models import Case, Commit, Environment, Machine, Run, Verdict, VerdictStatus
-from tewatch.store.release_reads import failing_since
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import upgrade
+from tewatch.store.reads.release_reads import failing_since
+from tewatch.store.schema.models import Case, Commit, Environment, Machine, Run, Verdict, VerdictStatus
 
 P, F, E, T = VerdictStatus.passed, VerdictStatus.fail_accuracy, VerdictStatus.error, VerdictStatus.timeout
 START = datetime(2026, 10, 1, tzinfo=UTC)

@@ -12,10 +12,10 @@ from sqlalchemy import Connection, event, select
 
 from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.service import ingest_bundle
-from tewatch.store import queries, series_reads
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import upgrade
-from tewatch.store.models import Series
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import upgrade
+from tewatch.store.reads import queries, series_reads
+from tewatch.store.schema.models import Series
 
 BIG_TABLES = ("results", "verdicts")
 

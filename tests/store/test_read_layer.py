@@ -15,8 +15,9 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import InProcessApp, app_in_process
 from tests.uploads import parts_of, post_run, tiny_run
-from tewatch.store.alert_queries import CLOSED_STATES, LIVE_STATES
-from tewatch.store.case_reads import (
+from tewatch.store.engine.database import make_engine
+from tewatch.store.reads.alert_queries import CLOSED_STATES, LIVE_STATES
+from tewatch.store.reads.case_reads import (
     FAILING_VERDICTS,
     CaseSelection,
     case_series,
@@ -25,12 +26,10 @@ from tewatch.store.case_reads import (
     primary_series,
     verdict_rows,
 )
-from tewatch.store.database import make_engine
-from tewatch.store.detection_reads import alert_counts, alert_rows, perf_signals, pr_verdicts
-from tewatch.store.filter_options import filter_options
-from tewatch.store.machine_reads import machine_environments, machine_runs, machines
-from tewatch.store.models import Base
-from tewatch.store.run_reads import (
+from tewatch.store.reads.detection_reads import alert_counts, alert_rows, perf_signals, pr_verdicts
+from tewatch.store.reads.filter_options import filter_options
+from tewatch.store.reads.machine_reads import machine_environments, machine_runs, machines
+from tewatch.store.reads.run_reads import (
     result_count,
     run_filters,
     run_row,
@@ -38,7 +37,7 @@ from tewatch.store.run_reads import (
     run_verdicts,
     verdict_counts,
 )
-from tewatch.store.series_reads import (
+from tewatch.store.reads.series_reads import (
     DETAIL_COLUMNS,
     EXACT_BELOW,
     DetailedPoint,
@@ -49,8 +48,9 @@ from tewatch.store.series_reads import (
     series_version,
     thinned,
 )
-from tewatch.store.store_state import store_state
-from tewatch.store.table_rows import TABLES, CommitFacts, EnvironmentFacts, MachineFacts, RunFacts
+from tewatch.store.reads.store_state import store_state
+from tewatch.store.reads.table_rows import TABLES, CommitFacts, EnvironmentFacts, MachineFacts, RunFacts
+from tewatch.store.schema.models import Base
 
 
 @pytest.fixture(scope="module")

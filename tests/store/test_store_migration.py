@@ -9,9 +9,9 @@ from sqlalchemy import inspect, text
 from tests.uploads import bundle_of, tiny_run
 from tewatch.ingest.reparse import stored_bundles
 from tewatch.ingest.service import ingest_bundle
-from tewatch.store import queries
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import current_revision, downgrade, upgrade
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import current_revision, downgrade, upgrade
+from tewatch.store.reads import queries
 
 BEFORE = "0002_detection_alerts"
 

@@ -1,4 +1,4 @@
-"""Writers of one process take turns at a SQLite file (tewatch.store.writer_turns): each gets its turn
+"""Writers of one process take turns at a SQLite file (tewatch.store.engine.writer_turns): each gets its turn
 once the one before it ends, however that transaction ended; one that waits its whole lock wait fails as
 a busy writer (503 in the API), and every write lands."""
 
@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import make_url, text
 from sqlalchemy.exc import DBAPIError
 
-from tewatch.store.contention import busy_reason
-from tewatch.store.database import make_engine, write_connection, write_session
-from tewatch.store.writer_turns import turn_taken
+from tewatch.store.engine.contention import busy_reason
+from tewatch.store.engine.database import make_engine, write_connection, write_session
+from tewatch.store.engine.writer_turns import turn_taken
 
 WAIT_S = 60  # generous: the machine may be busy
 

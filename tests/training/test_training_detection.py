@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session
 
 from tests.training.conftest import upload_history
 from tewatch.pipeline.pr_report import stored_pr_report
-from tewatch.store.database import make_engine
-from tewatch.store.models import Run
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.models import Run
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
 from tewatch.alerts.bisections import bisect_command
-from tewatch.store import bisection_reads
-from tewatch.store.alert_models import Alert, AlertStatus
-from tewatch.store.bisect_endpoints import alert_endpoints
+from tewatch.store.reads import bisection_reads
+from tewatch.store.reads.bisect_endpoints import alert_endpoints
+from tewatch.store.schema.alert_models import Alert, AlertStatus
 from tewatch.web.deps import get_settings
 from tewatch.web.params import PathInt
 from tewatch_dashboards.deps import get_session

@@ -12,10 +12,10 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from tewatch.store.alert_models import AlertKind
-from tewatch.store.alert_queries import CLOSED_STATES, LIVE_STATES
-from tewatch.store.detection_reads import AlertRow, alert_counts, alert_rows
-from tewatch.store.release_reads import RunRelease, run_releases
+from tewatch.store.reads.alert_queries import CLOSED_STATES, LIVE_STATES
+from tewatch.store.reads.detection_reads import AlertRow, alert_counts, alert_rows
+from tewatch.store.reads.release_reads import RunRelease, run_releases
+from tewatch.store.schema.alert_models import AlertKind
 from tewatch_dashboards.deps import get_session
 from tewatch_dashboards.routes.common import error_page, render
 from tewatch_dashboards.security import SecureHeadersRoute

@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
 from tewatch.alerts.bisections import commit_url
-from tewatch.store import bisection_reads
+from tewatch.store.reads import bisection_reads
 from tewatch.web.params import PathInt
 from tewatch_dashboards.deps import get_session
 from tewatch_dashboards.routes.common import error_page, render

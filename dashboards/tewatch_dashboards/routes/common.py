@@ -12,8 +12,8 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 from sqlalchemy import Connection
 
-from tewatch.store.limits import INT32_MAX, INT32_MIN, int_problem
-from tewatch.store.store_state import store_state
+from tewatch.store.reads.store_state import store_state
+from tewatch.store.schema.limits import INT32_MAX, INT32_MIN, int_problem
 from tewatch_dashboards.render_cache import RenderCache
 from tewatch_dashboards.site import site_facts
 from tewatch_dashboards.templating import format_time, templates

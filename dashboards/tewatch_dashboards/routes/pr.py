@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from tewatch.findings.pr_report import SECTIONS
-from tewatch.store.limits import INT32_MAX
+from tewatch.store.schema.limits import INT32_MAX
 from tewatch.web.params import PathInt
 from tewatch_dashboards.deps import get_session
 from tewatch_dashboards.routes.common import error_page, render, whole_number

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from tewatch.store.filter_options import filter_options
+from tewatch.store.reads.filter_options import filter_options
 from tewatch.web.deps import ReadConnection
 from tewatch_dashboards.routes.common import render
 from tewatch_dashboards.security import SecureHeadersRoute

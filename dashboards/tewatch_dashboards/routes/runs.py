@@ -7,9 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from tewatch.store.filter_options import filter_options
-from tewatch.store.limits import INT32_MAX
-from tewatch.store.run_reads import run_repos
+from tewatch.store.reads.filter_options import filter_options
+from tewatch.store.reads.run_reads import run_repos
+from tewatch.store.schema.limits import INT32_MAX
 from tewatch.web.deps import ReadConnection
 from tewatch.web.params import PathInt
 from tewatch_dashboards.routes.common import error_page, render, whole_number

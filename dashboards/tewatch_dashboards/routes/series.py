@@ -6,10 +6,10 @@ import orjson
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from tewatch.store.case_reads import FAILING_VERDICTS, case_verdicts
-from tewatch.store.filter_options import filter_options
-from tewatch.store.release_reads import series_steps
-from tewatch.store.series_reads import pr_comparison, series_header, series_version
+from tewatch.store.reads.case_reads import FAILING_VERDICTS, case_verdicts
+from tewatch.store.reads.filter_options import filter_options
+from tewatch.store.reads.release_reads import series_steps
+from tewatch.store.reads.series_reads import pr_comparison, series_header, series_version
 from tewatch.web.deps import ReadConnection
 from tewatch.web.params import OptionalQueryInt, PathInt
 from tewatch_dashboards import series_chart

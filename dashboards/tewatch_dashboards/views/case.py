@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from tewatch.store.case_reads import SeriesSummary, VerdictRow, case_facts, case_series, case_verdicts
-from tewatch.store.kernel_reads import CaseKernelRun, case_kernel_runs
-from tewatch.store.release_reads import SeriesStep, series_steps
+from tewatch.store.reads.case_reads import SeriesSummary, VerdictRow, case_facts, case_series, case_verdicts
+from tewatch.store.reads.kernel_reads import CaseKernelRun, case_kernel_runs
+from tewatch.store.reads.release_reads import SeriesStep, series_steps
 from tewatch_dashboards.views.case_metrics import ErrorRow, MemoryRow, error_rows, memory_rows
 from tewatch_dashboards.views.case_rows import CaseRow, case_rows
 from tewatch_dashboards.views.filters import Filters

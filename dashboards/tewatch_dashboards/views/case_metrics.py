@@ -10,7 +10,7 @@ from sqlalchemy import Connection
 
 from tewatch.detect.drift import HIGHER_IS_BETTER, ErrorMetric
 from tewatch.pipeline.memory_numerics import LEAK_STDERR_METRIC, tolerance_of
-from tewatch.store.case_metric_reads import CheckedValue, MetricValues, case_metric_values, run_checks
+from tewatch.store.reads.case_metric_reads import CheckedValue, MetricValues, case_metric_values, run_checks
 
 MEMORY_UNITS = ("bytes", "bytes/step")
 ERROR_UNITS = ("abs error", "rel error", "dB")

@@ -8,7 +8,7 @@ from functools import cached_property
 
 from sqlalchemy import Connection
 
-from tewatch.store.case_reads import (
+from tewatch.store.reads.case_reads import (
     CaseHead,
     VerdictRow,
     latest_case_verdicts,
@@ -16,8 +16,8 @@ from tewatch.store.case_reads import (
     primary_series,
     verdict_rows,
 )
-from tewatch.store.detection_reads import perf_signals
-from tewatch.store.release_reads import RunRelease, failing_since, release_signals
+from tewatch.store.reads.detection_reads import perf_signals
+from tewatch.store.reads.release_reads import RunRelease, failing_since, release_signals
 from tewatch_dashboards.status import Severity, severity
 from tewatch_dashboards.views.filters import Filters
 

@@ -11,8 +11,8 @@ from sqlalchemy import Connection
 from tewatch.detect.changepoint import detect_change_points
 from tewatch.detect.config import ChangePointConfig
 from tewatch.detect.direction import direction_of
-from tewatch.store.detection_reads import active_change_points
-from tewatch.store.series_reads import SeriesHeader, SeriesPoint
+from tewatch.store.reads.detection_reads import active_change_points
+from tewatch.store.reads.series_reads import SeriesHeader, SeriesPoint
 
 DETECTOR = ChangePointConfig()
 MIN_EFFECT = DETECTOR.min_effect

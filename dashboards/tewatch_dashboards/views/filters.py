@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tewatch.store.case_reads import CaseSelection
+from tewatch.store.reads.case_reads import CaseSelection
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection
 
-from tewatch.store.case_reads import latest_metric
+from tewatch.store.reads.case_reads import latest_metric
 from tewatch_dashboards.views.case_rows import CaseRow, add_perf_signals, fill_values, latest_cases
 from tewatch_dashboards.views.filters import Filters
 

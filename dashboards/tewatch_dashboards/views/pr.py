@@ -11,10 +11,10 @@ from sqlalchemy.orm import Session
 
 from tewatch.findings.pr_report import PrReport
 from tewatch.pipeline.pr_report import stored_pr_report
-from tewatch.store.detection_reads import pr_verdicts as stored_pr_verdicts
-from tewatch.store.models import Run
-from tewatch.store.run_reads import RunRow, run_row, with_counts
-from tewatch.store.table_rows import PrComparisonFacts
+from tewatch.store.reads.detection_reads import pr_verdicts as stored_pr_verdicts
+from tewatch.store.reads.run_reads import RunRow, run_row, with_counts
+from tewatch.store.reads.table_rows import PrComparisonFacts
+from tewatch.store.schema.models import Run
 
 
 @dataclass

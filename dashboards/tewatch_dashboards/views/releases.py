@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from tewatch.store.release_reads import ReleaseStep, RunRelease, release_steps, run_releases
+from tewatch.store.reads.release_reads import ReleaseStep, RunRelease, release_steps, run_releases
 
 
 @dataclass

@@ -9,10 +9,10 @@ from datetime import datetime
 
 from sqlalchemy import Connection
 
-from tewatch.store.case_reads import FAILING_VERDICTS
-from tewatch.store.machine_reads import NO_RUNS, machine_environments, machine_runs, machines
-from tewatch.store.release_reads import ReleaseStep, RunRelease, failing_since, step_outlines
-from tewatch.store.run_reads import (
+from tewatch.store.reads.case_reads import FAILING_VERDICTS
+from tewatch.store.reads.machine_reads import NO_RUNS, machine_environments, machine_runs, machines
+from tewatch.store.reads.release_reads import ReleaseStep, RunRelease, failing_since, step_outlines
+from tewatch.store.reads.run_reads import (
     CaseVerdict,
     RunRow,
     result_count,
@@ -23,7 +23,7 @@ from tewatch.store.run_reads import (
     verdict_counts,
     with_counts,
 )
-from tewatch.store.table_rows import CaseFacts, EnvironmentFacts, MachineFacts, VerdictFacts
+from tewatch.store.reads.table_rows import CaseFacts, EnvironmentFacts, MachineFacts, VerdictFacts
 from tewatch_dashboards.status import severity
 
 

@@ -13,10 +13,10 @@ from sqlalchemy.orm import Session
 
 from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.markdown_text import escape_cell
-from tewatch.store.alert_models import Alert, AlertKind, Detection
-from tewatch.store.bisect_endpoints import Endpoints
-from tewatch.store.bisection_models import Bisection, BisectionStep
-from tewatch.store.models import Run
+from tewatch.store.reads.bisect_endpoints import Endpoints
+from tewatch.store.schema.alert_models import Alert, AlertKind, Detection
+from tewatch.store.schema.bisection_models import Bisection, BisectionStep
+from tewatch.store.schema.models import Run
 
 GITHUB = "https://github.com"
 

@@ -36,15 +36,15 @@ from tewatch.alerts.destinations import RefusedDestination
 from tewatch.alerts.outcome import Outcome
 from tewatch.alerts.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, sign
 from tewatch.alerts.webhook_client import webhook_client
-from tewatch.store.alert_models import (
+from tewatch.store.engine.contention import unavailable_reason
+from tewatch.store.engine.database import WRITE_TRANSACTION, session_factory
+from tewatch.store.schema.alert_models import (
     DeliveryStatus,
     SubscriptionKind,
     WebhookAttempt,
     WebhookDelivery,
     WebhookSubscription,
 )
-from tewatch.store.contention import unavailable_reason
-from tewatch.store.database import WRITE_TRANSACTION, session_factory
 
 
 class Publisher(Protocol):

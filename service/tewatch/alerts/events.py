@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tewatch.store.alert_models import WebhookDelivery, WebhookEvent, WebhookSubscription
+from tewatch.store.schema.alert_models import WebhookDelivery, WebhookEvent, WebhookSubscription
 
 
 class EventType(str, enum.Enum):

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, AlertStatusChange
+from tewatch.store.schema.alert_models import Alert, AlertKind, AlertStatus, AlertStatusChange
 
 ALLOWED = {
     AlertStatus.open: {AlertStatus.acknowledged, AlertStatus.resolved, AlertStatus.dismissed},

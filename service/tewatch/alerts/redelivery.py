@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from tewatch.store.alert_models import DeliveryStatus, WebhookDelivery, WebhookRedelivery
+from tewatch.store.schema.alert_models import DeliveryStatus, WebhookDelivery, WebhookRedelivery
 
 WINDOW = timedelta(minutes=1)
 

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from tewatch.alerts.destinations import RefusedDestination, check_subscription_host
 from tewatch.alerts.events import EVENT_TYPES
-from tewatch.store.alert_models import WebhookSubscription
+from tewatch.store.schema.alert_models import WebhookSubscription
 
 MIN_SECRET_LENGTH = 16
 

@@ -8,8 +8,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from tewatch.api.openapi_doc import NO_NUL
 from tewatch.api.times import UtcTime
-from tewatch.store.alert_models import AlertStatus
-from tewatch.store.limits import text_problem
+from tewatch.store.schema.alert_models import AlertStatus
+from tewatch.store.schema.limits import text_problem
 
 
 def _storable(text: str) -> str:

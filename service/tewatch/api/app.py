@@ -13,7 +13,7 @@ from tewatch.api.metrics import MetricsMiddleware, ServiceMetrics
 from tewatch.api.openapi_doc import install_openapi
 from tewatch.api.routes import ROUTERS
 from tewatch.core.settings import Settings
-from tewatch.store.database import make_engine
+from tewatch.store.engine.database import make_engine
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

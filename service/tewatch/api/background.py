@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from sqlalchemy import Engine
 
 from tewatch.core.settings import Settings
-from tewatch.store.contention import unavailable_reason
+from tewatch.store.engine.contention import unavailable_reason
 from tewatch.worker.outbox import outbox_worker, sync_github
 
 log = logging.getLogger(__name__)

@@ -23,8 +23,8 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tewatch.ingest.errors import IngestError, printable
-from tewatch.store.contention import busy_reason, unavailable_reason
-from tewatch.store.limits import json_problem
+from tewatch.store.engine.contention import busy_reason, unavailable_reason
+from tewatch.store.schema.limits import json_problem
 
 BUSY_RETRY_AFTER_SECONDS = 5
 UNAVAILABLE_RETRY_AFTER_SECONDS = 10

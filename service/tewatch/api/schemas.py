@@ -9,7 +9,7 @@ from typing import Annotated, Any, Self
 from pydantic import BaseModel, BeforeValidator, Field
 
 from tewatch.api.times import UtcTime
-from tewatch.store.run_reads import RunRow
+from tewatch.store.reads.run_reads import RunRow
 
 # TE's version and commit, null where the run had no TE (a CPU run of torch-ref): the store keeps ""
 TeText = Annotated[str | None, BeforeValidator(lambda value: value or None)]
@@ -89,7 +89,7 @@ class RunSummary(BaseModel):
 
     @classmethod
     def of(cls, row: RunRow, **more: Any) -> Self:
-        """The API's run from the read layer's row (tewatch.store.run_reads): where a run changes shape on
+        """The API's run from the read layer's row (tewatch.store.reads.run_reads): where a run changes shape on
         its way out, the one place."""
         commit, machine = row.commit, row.machine
         values = _attributes(row.run, _FROM_RUN) | _attributes(row.environment, _FROM_ENVIRONMENT)

@@ -11,8 +11,8 @@ from starlette.requests import Request as StarletteRequest
 from tewatch.core.branches import branch_of_upload
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.errors import IngestError
-from tewatch.store.limits import INT32_MAX, int_problem, max_chars, text_problem, time_problem
-from tewatch.store.models import Commit, Run
+from tewatch.store.schema.limits import INT32_MAX, int_problem, max_chars, text_problem, time_problem
+from tewatch.store.schema.models import Commit, Run
 
 FILE_PARTS = {"result", "machine", "benchmarks", "run", "asv_stderr"}
 REQUIRED_FILE_PARTS = ("result", "machine", "benchmarks")

@@ -19,8 +19,8 @@ from tewatch.ingest.discover import RunFiles, find_runs
 from tewatch.ingest.service import ingest_bundle
 from tewatch.pipeline.detection import detect_after_upload
 from tewatch.runner.suite import RunOptions, run_suite
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import upgrade
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import upgrade
 
 # the quick profile on TE 2.18.0, 2.19.0 and 2.20.2 on one H200, and 2.20.2's other checks (its README)
 RELEASE_HISTORY = Path("tests") / "fixtures" / "h200-releases"
@@ -183,7 +183,7 @@ def where_to_look(database_url: str, public_url: str) -> list[str]:
     from sqlalchemy import func, select
     from sqlalchemy.orm import Session
 
-    from tewatch.store.alert_models import Alert, AlertStatus
+    from tewatch.store.schema.alert_models import Alert, AlertStatus
 
     engine = make_engine(database_url)
     try:

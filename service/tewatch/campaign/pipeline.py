@@ -22,10 +22,10 @@ from tewatch.campaign.service_process import ServiceProcess
 from tewatch.client.api import ApiClient
 from tewatch.runner.rounds import run_ab
 from tewatch.runner.suite import RunOptions, RunOutcome, run_suite
-from tewatch.store.database import make_engine
-from tewatch.store.migrate import upgrade
-from tewatch.store.models import TokenScope
-from tewatch.store.tokens import create_token
+from tewatch.store.engine.database import make_engine
+from tewatch.store.engine.migrate import upgrade
+from tewatch.store.schema.models import TokenScope
+from tewatch.store.writes.tokens import create_token
 
 PAGES = {"overview": "/", "matrix": "/matrix", "alerts": "/alerts", "runs": "/runs", "machines": "/machines"}
 EVENTS = ["regression.detected", "correctness.failed", "pr.report"]

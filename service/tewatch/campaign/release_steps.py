@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from tewatch.store.release_reads import ReleaseStep, release_steps
+from tewatch.store.reads.release_reads import ReleaseStep, release_steps
 
 
 def step_summary(step: ReleaseStep, public_url: str) -> str:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from sqlalchemy import Engine, select
 
-from tewatch.store.alert_models import PrComparison
-from tewatch.store.database import session_factory
-from tewatch.store.models import Benchmark, Case, Series
+from tewatch.store.engine.database import session_factory
+from tewatch.store.schema.alert_models import PrComparison
+from tewatch.store.schema.models import Benchmark, Case, Series
 
 FLAGGED = {"regression", "improvement"}
 

@@ -120,7 +120,7 @@ def demo(
     from tewatch.campaign.demo import prepare_demo, where_to_look
     from tewatch.pipeline.branch_detection import detect_branch
     from tewatch.runner.suite import RunError
-    from tewatch.store.database import make_engine
+    from tewatch.store.engine.database import make_engine
 
     console = Console(stderr=True)
     settings = settings_for(db)

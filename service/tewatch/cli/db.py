@@ -16,7 +16,7 @@ app.add_typer(db_app, name="db")
 @db_app.command("upgrade")
 def upgrade_command(db: DatabaseOption = None, revision: str = typer.Argument("head")) -> None:
     """Apply migrations up to REVISION (default: the newest)."""
-    from tewatch.store.migrate import upgrade
+    from tewatch.store.engine.migrate import upgrade
 
     url = settings_for(db).database_url
     upgrade(url, revision)
@@ -26,8 +26,8 @@ def upgrade_command(db: DatabaseOption = None, revision: str = typer.Argument("h
 @db_app.command("current")
 def current_command(db: DatabaseOption = None) -> None:
     """Print the schema revision of the database and the newest one this version knows."""
-    from tewatch.store.database import make_engine
-    from tewatch.store.migrate import current_revision, head_revision
+    from tewatch.store.engine.database import make_engine
+    from tewatch.store.engine.migrate import current_revision, head_revision
 
     engine = make_engine(settings_for(db).database_url)
     typer.echo(f"current: {current_revision(engine) or 'none'}\nhead: {head_revision()}")
@@ -42,7 +42,7 @@ def revision_command(
     """Autogenerate a migration from the models against an up-to-date database (for developers)."""
     from alembic import command
 
-    from tewatch.store.migrate import alembic_config, upgrade
+    from tewatch.store.engine.migrate import alembic_config, upgrade
 
     url = settings_for(db).database_url
     upgrade(url)
@@ -57,7 +57,7 @@ def reparse_command(db: DatabaseOption = None) -> None:
     from tewatch.ingest.plan import build_plan
     from tewatch.ingest.reparse import stored_bundles
     from tewatch.ingest.storable import check_plan
-    from tewatch.store.database import make_engine
+    from tewatch.store.engine.database import make_engine
 
     engine = make_engine(settings_for(db).database_url)
     console = Console(stderr=True)

@@ -35,8 +35,8 @@ def detect_command(
 
     from tewatch.pipeline.branch_detection import detect_branch
     from tewatch.pipeline.release_steps import detect_branch_releases
-    from tewatch.store.contention import busy_reason
-    from tewatch.store.database import make_engine
+    from tewatch.store.engine.contention import busy_reason
+    from tewatch.store.engine.database import make_engine
 
     console = Console(stderr=True)
     settings = settings_for(db)

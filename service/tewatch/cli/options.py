@@ -46,8 +46,8 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 def migrated_engine(db: str | None) -> Engine:
     """An engine on the database `--db` names (or the settings' default), migrated to this version."""
-    from tewatch.store.database import make_engine
-    from tewatch.store.migrate import upgrade
+    from tewatch.store.engine.database import make_engine
+    from tewatch.store.engine.migrate import upgrade
 
     url = settings_for(db).database_url
     upgrade(url)

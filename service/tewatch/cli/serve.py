@@ -7,7 +7,7 @@ import uvicorn
 
 from tewatch.cli.app import app
 from tewatch.cli.options import DatabaseOption, settings_for
-from tewatch.store.migrate import upgrade
+from tewatch.store.engine.migrate import upgrade
 
 
 @app.command()

@@ -6,7 +6,7 @@ import typer
 
 from tewatch.cli.app import app
 from tewatch.cli.options import DatabaseOption, fail, migrated_engine
-from tewatch.store.models import TokenScope
+from tewatch.store.schema.models import TokenScope
 
 token_app = typer.Typer(help="API tokens: upload, triage or admin.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
@@ -23,7 +23,7 @@ def create(
     db: DatabaseOption = None,
 ) -> None:
     """Create a token and print it as the last line; it cannot be shown again."""
-    from tewatch.store.tokens import SCOPE_RIGHTS, create_token
+    from tewatch.store.writes.tokens import SCOPE_RIGHTS, create_token
 
     token = create_token(migrated_engine(db), name, scope)
     named = f" {name!r}" if name else ""
@@ -35,7 +35,7 @@ def create(
 @token_app.command("list")
 def list_tokens(db: DatabaseOption = None) -> None:
     """List tokens (ids, names, scopes, dates; never the secrets)."""
-    from tewatch.store.tokens import list_tokens as stored
+    from tewatch.store.writes.tokens import list_tokens as stored
 
     for row in stored(migrated_engine(db)):
         state = f"revoked {row['revoked_at']:%Y-%m-%d}" if row["revoked_at"] else "active"
@@ -48,7 +48,7 @@ def list_tokens(db: DatabaseOption = None) -> None:
 @token_app.command("revoke")
 def revoke(token_id: int, db: DatabaseOption = None) -> None:
     """Revoke the token with this id."""
-    from tewatch.store.tokens import revoke_token
+    from tewatch.store.writes.tokens import revoke_token
 
     if not revoke_token(migrated_engine(db), token_id):
         raise fail(f"no active token with id {token_id}")

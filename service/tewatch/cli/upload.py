@@ -168,7 +168,7 @@ def _after(tries: int) -> str:
     return f" (after {tries} tries)" if tries > 1 else ""
 
 
-# asv's result statuses (tewatch.store.models.ResultStatus), in words that cannot be read as verdicts:
+# asv's result statuses (tewatch.store.schema.models.ResultStatus), in words that cannot be read as verdicts:
 # "failed" is asv's, a benchmark that raised and left no value, whatever the case's verdict says
 RESULT_WORDS = {
     "ok": "measured",

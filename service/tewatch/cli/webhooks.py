@@ -31,7 +31,7 @@ def add(
     """Subscribe URL to event types."""
     from tewatch.alerts.events import EVENT_TYPES
     from tewatch.alerts.subscriptions import SubscriptionError, add_subscription
-    from tewatch.store.database import write_session
+    from tewatch.store.engine.database import write_session
 
     types = [t.strip() for item in events or EVENT_TYPES for t in item.split(",") if t.strip()]
     allow_loopback = settings_for(db).webhook_allow_loopback
@@ -52,7 +52,7 @@ def list_command(db: DatabaseOption = None) -> None:
     from sqlalchemy.orm import Session
 
     from tewatch.alerts.subscriptions import active_subscriptions
-    from tewatch.store.alert_models import WebhookDelivery
+    from tewatch.store.schema.alert_models import WebhookDelivery
 
     table = Table("id", "kind", "url", "events", "pending", "delivered", "failed")
     with Session(migrated_engine(db)) as session:
@@ -79,7 +79,7 @@ def list_command(db: DatabaseOption = None) -> None:
 def remove(subscription_id: int = typer.Argument(...), db: DatabaseOption = None) -> None:
     """Stop deliveries to a subscription (its delivery log stays)."""
     from tewatch.alerts.subscriptions import SubscriptionError, remove_subscription
-    from tewatch.store.database import write_session
+    from tewatch.store.engine.database import write_session
 
     with write_session(migrated_engine(db)) as session:
         try:

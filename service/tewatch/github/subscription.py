@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from tewatch.alerts.events import EventType
 from tewatch.core.github_config import GitHubConfig
-from tewatch.store.alert_models import SubscriptionKind, WebhookSubscription
+from tewatch.store.schema.alert_models import SubscriptionKind, WebhookSubscription
 
 EVENT_TYPES = [EventType.pr_report.value, EventType.bisection_finished.value]
 

@@ -16,7 +16,7 @@ from tewatch.ingest.bounds import UNBOUNDED, UploadBounds
 from tewatch.ingest.discover import DiscoveryError, find_runs
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.jsonfile import load_json_object
-from tewatch.store.limits import (
+from tewatch.store.schema.limits import (
     INT32_MAX,
     epoch_ms_problem,
     int_problem,
@@ -24,7 +24,7 @@ from tewatch.store.limits import (
     max_chars,
     text_problem,
 )
-from tewatch.store.models import Benchmark, Commit, Machine, Result, Run
+from tewatch.store.schema.models import Benchmark, Commit, Machine, Result, Run
 
 SUPPORTED_RESULTS_VERSION = 2
 OLDER_RESULTS_VERSION = 1  # asv 0.2 to 0.4: read as asv reads it, brought to version 2 (asv_v1)

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.fingerprints import digest_of, sha256_hex
-from tewatch.store import case_archive
+from tewatch.store.schema import case_archive
 
 FILE_ROLES = ("result", "machine", "benchmarks", "run", "asv_stderr")
 CASES_ROLE = case_archive.ROLE

@@ -19,8 +19,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.latest import rebuild_latest_verdicts
-from tewatch.store.key_lists import in_key_list
-from tewatch.store.models import Commit, CommitGraph, CommitGraphMissingParent
+from tewatch.store.reads.key_lists import in_key_list
+from tewatch.store.schema.models import Commit, CommitGraph, CommitGraphMissingParent
 
 TICK = timedelta(microseconds=1)
 CHUNK = 500

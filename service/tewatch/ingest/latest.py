@@ -1,7 +1,7 @@
 """Keep the latest-verdict tables current, in the transaction that stores the run's verdicts.
 
 "Latest" is the newest commit: a row moves to a run only when that run comes later in commit order
-(tewatch.store.commit_order) than the run it points at. So a backfill of old commits leaves the newest
+(tewatch.store.reads.commit_order) than the run it points at. So a backfill of old commits leaves the newest
 commit's verdicts in place, and so do concurrent uploads that commit out of order. Rows are written in
 case order, so that concurrent PostgreSQL transactions lock them in the same order.
 """
@@ -12,8 +12,8 @@ from sqlalchemy import Connection, delete, func, insert, literal, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from tewatch.store.commit_order import commit_order_columns
-from tewatch.store.models import Commit, LatestBranchVerdict, LatestVerdict, Run, Verdict
+from tewatch.store.reads.commit_order import commit_order_columns
+from tewatch.store.schema.models import Commit, LatestBranchVerdict, LatestVerdict, Run, Verdict
 
 
 def update_latest_verdicts(conn: Connection, run_id: int, branch: str | None) -> None:

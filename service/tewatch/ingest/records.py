@@ -1,6 +1,6 @@
 """tewatch's sidecar records (docs/records.md): strict models, unknown fields are an error.
 
-Values must also be ones the store keeps (tewatch.store.limits): text no longer than its column, no NUL
+Values must also be ones the store keeps (tewatch.store.schema.limits): text no longer than its column, no NUL
 or lone surrogate anywhere, integers within their column, times within the window, JSON values that are
 JSON."""
 
@@ -23,7 +23,7 @@ from pydantic import (
 
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.jsonfile import load_json_object
-from tewatch.store.limits import (
+from tewatch.store.schema.limits import (
     INT32_MAX,
     INT64_MAX,
     INT64_MIN,
@@ -33,7 +33,7 @@ from tewatch.store.limits import (
     max_chars,
     time_problem,
 )
-from tewatch.store.models import Benchmark, Case, Environment, Machine, Run, Verdict
+from tewatch.store.schema.models import Benchmark, Case, Environment, Machine, Run, Verdict
 
 VerdictStatusName = Literal["pass", "fail_accuracy", "error", "unsupported", "timeout", "oom"]
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from sqlalchemy import Engine, select
 
 from tewatch.ingest.bundle import UploadBundle
-from tewatch.store import case_archive
-from tewatch.store.models import Commit, RawFile, Run, RunFile
+from tewatch.store.schema import case_archive
+from tewatch.store.schema.models import Commit, RawFile, Run, RunFile
 
 
 def stored_bundles(engine: Engine) -> Iterator[tuple[int, UploadBundle]]:

@@ -9,8 +9,8 @@ from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.plan import build_plan
 from tewatch.ingest.storable import check_plan
 from tewatch.ingest.writer import AlreadyStored, StoredRun, existing_run, store_plan
-from tewatch.store.database import write_connection
-from tewatch.store.gc_pause import collector_paused
+from tewatch.store.engine.database import write_connection
+from tewatch.store.engine.gc_pause import collector_paused
 
 
 def ingest_bundle(engine: Engine, bundle: UploadBundle, bounds: UploadBounds | None = None) -> StoredRun:

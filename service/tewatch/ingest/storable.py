@@ -1,7 +1,7 @@
 """The last check before a RunPlan is written: every value of its rows fits the column it goes to.
 
 The parsers already refuse, naming the file and field, what they know the store cannot keep (see
-tewatch.store.limits); this check reads the columns' own types, so a value that reaches a column by a
+tewatch.store.schema.limits); this check reads the columns' own types, so a value that reaches a column by a
 path they do not check is refused too (422, naming the column), never an error inside the transaction.
 The results rows, nearly all of an upload, are left out: every value in them is checked while parsing.
 """
@@ -17,7 +17,7 @@ from sqlalchemy import JSON, BigInteger, DateTime, Float, Integer, String, Table
 
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.plan import CasePlan, PlannedVerdict, RunPlan
-from tewatch.store.limits import (
+from tewatch.store.schema.limits import (
     INT32_MAX,
     INT32_MIN,
     INT64_MAX,
@@ -27,7 +27,7 @@ from tewatch.store.limits import (
     text_problem,
     time_problem,
 )
-from tewatch.store.models import Benchmark, Case, Commit, Environment, Machine, Run, Verdict
+from tewatch.store.schema.models import Benchmark, Case, Commit, Environment, Machine, Run, Verdict
 
 # the file a table's values come from, where it is one file
 SOURCE_FILES = {"machines": "machine", "environments": "run", "benchmarks": "benchmarks", "verdicts": "cases"}

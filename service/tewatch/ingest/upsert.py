@@ -9,7 +9,7 @@ from sqlalchemy import Connection, Table, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from tewatch.store.key_lists import in_key_list
+from tewatch.store.reads.key_lists import in_key_list
 
 CHUNK = 500
 

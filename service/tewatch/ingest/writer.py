@@ -15,8 +15,7 @@ from tewatch.ingest.latest import update_latest_verdicts
 from tewatch.ingest.pause_point import pause_point
 from tewatch.ingest.plan import PlannedKernels, PlannedResult, PlannedTrajectory, PlannedVerdict, RunPlan
 from tewatch.ingest.upsert import get_or_create_ids, get_or_create_lazily, insert_ignoring_conflicts
-from tewatch.store.bulk import insert_rows
-from tewatch.store.models import (
+from tewatch.store.schema.models import (
     Benchmark,
     Case,
     CaseKernels,
@@ -31,6 +30,7 @@ from tewatch.store.models import (
     Trajectory,
     Verdict,
 )
+from tewatch.store.writes.bulk import insert_rows
 
 RESULT_COLUMNS = ("run_id", "series_id", *PlannedResult._fields[1:])
 VERDICT_COLUMNS = ("run_id", "case_id", *PlannedVerdict._fields[1:])

@@ -25,9 +25,9 @@ from tewatch.pipeline.pr_comparison import plan_pr_comparison, store_pr_comparis
 from tewatch.pipeline.release_steps import detect_release_steps
 from tewatch.pipeline.summary import DetectSummary
 from tewatch.pipeline.training import store_divergence_alerts
-from tewatch.store.alert_models import Alert, AlertKind, AlertStatus
-from tewatch.store.database import write_session
-from tewatch.store.models import Commit, Result, Run, Verdict, VerdictStatus
+from tewatch.store.engine.database import write_session
+from tewatch.store.schema.alert_models import Alert, AlertKind, AlertStatus
+from tewatch.store.schema.models import Commit, Result, Run, Verdict, VerdictStatus
 
 CHUNK = 500
 # PostgreSQL: batches detect one at a time (SQLite's write transactions already take the database's lock

@@ -31,9 +31,9 @@ from tewatch.pipeline.labels import machine_of, measured_on
 from tewatch.pipeline.memory_numerics import change_point_alert_kind
 from tewatch.pipeline.summary import WRITE_BATCH, DetectSummary
 from tewatch.pipeline.withdrawal import STILL_OPEN, reopen_unreturned, resolve_returned, withdraw
-from tewatch.store.alert_models import CHANGE_POINT_KINDS, Alert, AlertStatus, Detection
-from tewatch.store.database import write_session
-from tewatch.store.models import Run
+from tewatch.store.engine.database import write_session
+from tewatch.store.schema.alert_models import CHANGE_POINT_KINDS, Alert, AlertStatus, Detection
+from tewatch.store.schema.models import Run
 
 STALE_ATTEMPTS = 3
 # what the regression.detected event repeats of the stored change point

@@ -18,11 +18,11 @@ from tewatch.pipeline.labels import case_label, measured_on, verdict_detail
 from tewatch.pipeline.merge_base import merge_base_runs
 from tewatch.pipeline.summary import WRITE_BATCH, DetectSummary
 from tewatch.pipeline.training import ALERT_PREFIX as TRAINING_ALERT_PREFIX
-from tewatch.store.alert_models import Alert, AlertKind, AlertStatus
-from tewatch.store.database import write_session
-from tewatch.store.models import Case, Commit, Run, Verdict, VerdictStatus
-from tewatch.store.run_reads import run_verdicts, verdicts_in_runs
-from tewatch.store.table_rows import CaseFacts, VerdictFacts
+from tewatch.store.engine.database import write_session
+from tewatch.store.reads.run_reads import run_verdicts, verdicts_in_runs
+from tewatch.store.reads.table_rows import CaseFacts, VerdictFacts
+from tewatch.store.schema.alert_models import Alert, AlertKind, AlertStatus
+from tewatch.store.schema.models import Case, Commit, Run, Verdict, VerdictStatus
 
 FAILING = frozenset(VerdictStatus(s) for s in FAILING_STATUSES)
 

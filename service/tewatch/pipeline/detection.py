@@ -15,8 +15,8 @@ from tewatch.pipeline.pr_comparison import PrComparisonPlan, plan_pr_comparison,
 from tewatch.pipeline.release_steps import detect_release_steps
 from tewatch.pipeline.summary import DetectSummary
 from tewatch.pipeline.training import store_divergence_alerts
-from tewatch.store.database import write_session
-from tewatch.store.models import Result, Run
+from tewatch.store.engine.database import write_session
+from tewatch.store.schema.models import Result, Run
 
 
 def detect_after_upload(

@@ -24,8 +24,8 @@ from tewatch.ingest.plan import UNKNOWN_GPU
 from tewatch.pipeline.history import History, Point
 from tewatch.pipeline.summary import DetectSummary
 from tewatch.pipeline.withdrawal import STILL_OPEN, reopen_unreturned, resolve_returned
-from tewatch.store.alert_models import Alert, AlertKind, AlertStatus
-from tewatch.store.models import Machine
+from tewatch.store.schema.alert_models import Alert, AlertKind, AlertStatus
+from tewatch.store.schema.models import Machine
 
 Group = tuple[str, str, int]  # GPU model, asv environment, machine id
 

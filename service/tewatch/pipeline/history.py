@@ -14,7 +14,7 @@ from sqlalchemy import CompoundSelect, bindparam, func, select, union_all
 from sqlalchemy.orm import Session
 
 from tewatch.detect.ratios import Measured, paired_ratios
-from tewatch.store.models import (
+from tewatch.store.schema.models import (
     Benchmark,
     Case,
     Commit,
@@ -106,7 +106,7 @@ def branch_histories(
     session: Session, branch: str, series_ids: Iterable[int] | None = None, with_ratios: bool = True
 ) -> list[History]:
     """Every series' history on a branch (pull request runs excluded), one point per commit in commit
-    order (tewatch.store.commit_order); several runs of one commit give their median."""
+    order (tewatch.store.reads.commit_order); several runs of one commit give their median."""
     query = (
         select(
             Result.series_id,

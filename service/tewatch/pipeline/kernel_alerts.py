@@ -11,10 +11,10 @@ from tewatch.alerts.lifecycle import open_alert
 from tewatch.detect.kernels import kernel_set_changes, learn_autotuned
 from tewatch.pipeline.kernels import GRAPH_BREAKS, kernel_table, metric_values
 from tewatch.pipeline.labels import case_label, machine_of, measured_on
-from tewatch.store.alert_models import AlertKind
-from tewatch.store.database import write_session
-from tewatch.store.kernel_reads import earlier_kernel_tables, run_kernel_tables
-from tewatch.store.models import Case, Run
+from tewatch.store.engine.database import write_session
+from tewatch.store.reads.kernel_reads import earlier_kernel_tables, run_kernel_tables
+from tewatch.store.schema.alert_models import AlertKind
+from tewatch.store.schema.models import Case, Run
 
 EARLIER_TABLES = 8  # the branch's runs before, per case, the noise rule learns from
 

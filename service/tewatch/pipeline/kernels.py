@@ -23,8 +23,8 @@ from tewatch.detect.kernels import (
 from tewatch.findings.pr_report import KernelFinding, KernelWhat, TimingChange
 from tewatch.pipeline.history import SeriesInfo
 from tewatch.pipeline.labels import case_label
-from tewatch.store.kernel_reads import KernelTableRow, run_kernel_tables
-from tewatch.store.models import Benchmark, Case, Result, ResultStatus, Series
+from tewatch.store.reads.kernel_reads import KernelTableRow, run_kernel_tables
+from tewatch.store.schema.models import Benchmark, Case, Result, ResultStatus, Series
 
 GRAPH_BREAKS = "graph_breaks"
 SHARE_OF_CEILING = "share_of_ceiling"

@@ -6,8 +6,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tewatch.ingest.plan import UNKNOWN_GPU
-from tewatch.store.models import Case, Machine, Run, Verdict, VerdictStatus
-from tewatch.store.table_rows import CaseFacts, VerdictFacts
+from tewatch.store.reads.table_rows import CaseFacts, VerdictFacts
+from tewatch.store.schema.models import Case, Machine, Run, Verdict, VerdictStatus
 
 
 def case_label(case: Case | CaseFacts) -> str:

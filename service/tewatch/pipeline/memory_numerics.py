@@ -22,8 +22,8 @@ from tewatch.detect.memory import (
 )
 from tewatch.findings.pr_report import MemoryChange, NumericsChange
 from tewatch.pipeline.history import SeriesInfo, series_infos
-from tewatch.store.alert_models import AlertKind
-from tewatch.store.models import Result, ResultStatus, Verdict
+from tewatch.store.schema.alert_models import AlertKind
+from tewatch.store.schema.models import Result, ResultStatus, Verdict
 
 BYTES_UNIT = "bytes"
 LEAK_METRIC = "leak_bytes_per_step"

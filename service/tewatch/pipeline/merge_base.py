@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tewatch.store.models import Commit, Machine, Run
+from tewatch.store.schema.models import Commit, Machine, Run
 
 
 def merge_base_runs(session: Session, run: Run) -> list[Run]:

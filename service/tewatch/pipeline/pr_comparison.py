@@ -32,8 +32,8 @@ from tewatch.pipeline.labels import machine_of, measured_on
 from tewatch.pipeline.merge_base import merge_base_runs
 from tewatch.pipeline.pr_report import SeriesFinding, build_pr_report, report_inputs
 from tewatch.pipeline.summary import DetectSummary
-from tewatch.store.alert_models import AlertKind, PrComparison
-from tewatch.store.models import Result, ResultStatus, Run
+from tewatch.store.schema.alert_models import AlertKind, PrComparison
+from tewatch.store.schema.models import Result, ResultStatus, Run
 
 HISTORY_FOR_NOISE = 60
 

@@ -35,9 +35,9 @@ from tewatch.pipeline.labels import case_label, verdict_detail
 from tewatch.pipeline.memory_numerics import memory_and_numerics
 from tewatch.pipeline.merge_base import merge_base_runs
 from tewatch.pipeline.training import training_cases
-from tewatch.store.alert_models import PrComparison
-from tewatch.store.models import Run, VerdictStatus
-from tewatch.store.run_reads import run_verdicts
+from tewatch.store.reads.run_reads import run_verdicts
+from tewatch.store.schema.alert_models import PrComparison
+from tewatch.store.schema.models import Run, VerdictStatus
 
 REGRESSION, IMPROVEMENT = "regression", "improvement"
 

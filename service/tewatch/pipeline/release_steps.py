@@ -18,10 +18,10 @@ from tewatch.detect.release_steps import Step, every_step, has_step, steps_of_ru
 from tewatch.detect.version import DETECTOR_VERSION
 from tewatch.pipeline.history import SeriesInfo
 from tewatch.pipeline.pr_comparison import compare_run_samples, nan_to_none
-from tewatch.store.alert_models import ReleaseComparison
-from tewatch.store.database import write_session
-from tewatch.store.models import Run
-from tewatch.store.release_reads import release_places, releases_on
+from tewatch.store.engine.database import write_session
+from tewatch.store.reads.release_reads import release_places, releases_on
+from tewatch.store.schema.alert_models import ReleaseComparison
+from tewatch.store.schema.models import Run
 
 
 @dataclass(frozen=True)

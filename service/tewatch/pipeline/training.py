@@ -25,11 +25,15 @@ from tewatch.findings.pr_report import TrainingCase
 from tewatch.pipeline.labels import case_label, measured_on
 from tewatch.pipeline.merge_base import merge_base_runs
 from tewatch.pipeline.summary import DetectSummary
-from tewatch.store.alert_models import Alert, AlertKind, AlertStatus
-from tewatch.store.database import write_session
-from tewatch.store.models import Benchmark, Case, Result, ResultStatus, Run, Series
-from tewatch.store.table_rows import TrajectoryFacts
-from tewatch.store.trajectory_reads import case_trajectories, latest_trajectory_run, trajectories_in_runs
+from tewatch.store.engine.database import write_session
+from tewatch.store.reads.table_rows import TrajectoryFacts
+from tewatch.store.reads.trajectory_reads import (
+    case_trajectories,
+    latest_trajectory_run,
+    trajectories_in_runs,
+)
+from tewatch.store.schema.alert_models import Alert, AlertKind, AlertStatus
+from tewatch.store.schema.models import Benchmark, Case, Result, ResultStatus, Run, Series
 
 BAND_RUNS = 20  # the newest runs of identical code a band is learned from
 STEP_SECONDS, PEAK_BYTES = "step_seconds", "peak_allocated_bytes"

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from tewatch.alerts.lifecycle import change_status
 from tewatch.pipeline.summary import DetectSummary
-from tewatch.store.alert_models import CHANGE_POINT_KINDS, Alert, AlertStatus, Detection
+from tewatch.store.schema.alert_models import CHANGE_POINT_KINDS, Alert, AlertStatus, Detection
 
 STILL_OPEN = (AlertStatus.open, AlertStatus.acknowledged)
 RETURNED_KEY = "returned_at_commit"

@@ -10,8 +10,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import Connection, Engine
 
 from tewatch.core.settings import Settings
-from tewatch.store.models import TokenScope
-from tewatch.store.tokens import grants, token_scope
+from tewatch.store.schema.models import TokenScope
+from tewatch.store.writes.tokens import grants, token_scope
 
 # the OpenAPI document's security scheme (Swagger's "Authorize" sends the token from there); the header
 # itself is checked below, so that its absence and its form get answers of their own

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import Path, Query
 from pydantic import AfterValidator
 
-from tewatch.store.limits import INT32_MAX, INT32_MIN, INT64_MAX, time_problem
+from tewatch.store.schema.limits import INT32_MAX, INT32_MIN, INT64_MAX, time_problem
 
 
 def _in_utc(value: datetime | None) -> datetime | None:

@@ -43,7 +43,7 @@ def sync_github(engine: Engine, settings: Settings) -> None:
     """The GitHub subscription follows the settings of the service that starts last."""
     from tewatch.core.github_config import github_config
     from tewatch.github.subscription import sync_github_subscription
-    from tewatch.store.database import write_session
+    from tewatch.store.engine.database import write_session
 
     with write_session(engine) as session:
         sync_github_subscription(session, github_config(settings))

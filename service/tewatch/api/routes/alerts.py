@@ -6,9 +6,9 @@ from sqlalchemy.orm import Session
 from tewatch.alerts.lifecycle import TransitionError, change_status
 from tewatch.api.alert_schemas import AlertDetailOut, AlertOut, StatusChangeIn
 from tewatch.api.schemas import BUSY, NOT_FOUND
-from tewatch.store import alert_queries as queries
-from tewatch.store.alert_models import Alert, AlertKind
-from tewatch.store.database import write_session
+from tewatch.store.engine.database import write_session
+from tewatch.store.reads import alert_queries as queries
+from tewatch.store.schema.alert_models import Alert, AlertKind
 from tewatch.web.deps import TriageScope, get_engine, read_access
 from tewatch.web.params import Offset, OptionalQueryInt, PathInt
 

@@ -13,9 +13,9 @@ from tewatch.alerts.bisections import BisectionReport, StepReport, UnknownLink, 
 from tewatch.api.alert_schemas import StoredText
 from tewatch.api.schemas import BUSY, NOT_FOUND
 from tewatch.api.times import UtcTime
-from tewatch.store import bisection_reads
-from tewatch.store.database import write_session
-from tewatch.store.limits import json_problem, text_problem
+from tewatch.store.engine.database import write_session
+from tewatch.store.reads import bisection_reads
+from tewatch.store.schema.limits import json_problem, text_problem
 from tewatch.web.deps import UploadScope, get_engine, get_settings, read_access
 from tewatch.web.params import Offset, OptionalQueryInt, PathInt
 

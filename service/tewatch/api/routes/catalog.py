@@ -9,9 +9,9 @@ from tewatch.api.schemas import (
     CommitPage,
     MachineEntry,
 )
-from tewatch.store import queries
-from tewatch.store.case_reads import case_facts
-from tewatch.store.kernel_reads import case_kernel_count, case_kernel_runs
+from tewatch.store.reads import queries
+from tewatch.store.reads.case_reads import case_facts
+from tewatch.store.reads.kernel_reads import case_kernel_count, case_kernel_runs
 from tewatch.web.deps import ReadConnection
 from tewatch.web.params import Offset, PathInt
 

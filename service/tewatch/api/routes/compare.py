@@ -4,7 +4,7 @@ from sqlalchemy.orm import Session
 from tewatch.api.schemas import NOT_FOUND, Comparison
 from tewatch.detect.config import CompareConfig
 from tewatch.pipeline.pr_comparison import compare_run_samples
-from tewatch.store import queries
+from tewatch.store.reads import queries
 from tewatch.web.deps import ReadConnection
 from tewatch.web.params import QueryInt
 

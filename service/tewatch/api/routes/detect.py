@@ -4,7 +4,7 @@ from starlette.concurrency import run_in_threadpool
 
 from tewatch.api.alert_schemas import ComparisonOut, DetectIn, DetectionOut, DetectOut
 from tewatch.api.schemas import BUSY, NOT_FOUND
-from tewatch.store import alert_queries as queries
+from tewatch.store.reads import alert_queries as queries
 from tewatch.web.deps import UploadScope, get_engine, get_settings, read_access
 from tewatch.web.params import Offset, OptionalQueryInt, PathInt
 

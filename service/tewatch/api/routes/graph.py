@@ -11,7 +11,7 @@ from tewatch.api.errors import first_errors
 from tewatch.api.schemas import BUSY, Responses
 from tewatch.core.clock import future_commit_message, too_far_ahead
 from tewatch.ingest.commit_graph import store_graph
-from tewatch.store.database import write_connection
+from tewatch.store.engine.database import write_connection
 from tewatch.web.deps import UploadScope, get_engine
 
 router = APIRouter(tags=["catalog"])

@@ -4,7 +4,7 @@ from sqlalchemy import text
 
 from tewatch import __version__
 from tewatch.api.schemas import Health
-from tewatch.store.migrate import current_revision
+from tewatch.store.engine.migrate import current_revision
 from tewatch.web.deps import read_access
 
 router = APIRouter()

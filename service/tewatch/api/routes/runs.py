@@ -4,9 +4,9 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query
 
 from tewatch.api.schemas import NOT_FOUND, RunDetail, RunPage, RunResultPage, RunSummary, TrajectoryOut
-from tewatch.store import queries
-from tewatch.store.run_reads import run_filters, run_row, run_rows
-from tewatch.store.trajectory_reads import run_trajectory
+from tewatch.store.reads import queries
+from tewatch.store.reads.run_reads import run_filters, run_row, run_rows
+from tewatch.store.reads.trajectory_reads import run_trajectory
 from tewatch.web.deps import ReadConnection
 from tewatch.web.params import Offset, OptionalQueryInt, OptionalQueryTime, PathInt
 

@@ -1,9 +1,9 @@
 from fastapi import APIRouter, HTTPException, Query
 
 from tewatch.api.schemas import NOT_FOUND, SeriesAnswer
-from tewatch.store import queries
-from tewatch.store.limits import INT32_MAX
-from tewatch.store.series_reads import MAX_SAMPLES_PER_POINT, SAMPLES_PER_ANSWER
+from tewatch.store.reads import queries
+from tewatch.store.reads.series_reads import MAX_SAMPLES_PER_POINT, SAMPLES_PER_ANSWER
+from tewatch.store.schema.limits import INT32_MAX
 from tewatch.web.deps import ReadConnection
 from tewatch.web.params import PathInt
 

@@ -13,7 +13,7 @@ from tewatch.api.upload_body import bundle_from_form, parse_form, read_limited_b
 from tewatch.ingest.bounds import UploadBounds
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.service import ingest_bundle
-from tewatch.store.contention import busy_reason, unavailable_reason
+from tewatch.store.engine.contention import busy_reason, unavailable_reason
 from tewatch.web.deps import UploadScope, get_engine, get_settings
 
 router = APIRouter(tags=["upload"])

@@ -3,7 +3,7 @@ from typing import Literal
 from fastapi import APIRouter
 
 from tewatch.api.schemas import LatestVerdict
-from tewatch.store import queries
+from tewatch.store.reads import queries
 from tewatch.web.deps import ReadConnection
 
 router = APIRouter(tags=["verdicts"])

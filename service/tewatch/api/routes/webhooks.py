@@ -10,9 +10,9 @@ from tewatch.alerts.subscriptions import (
 )
 from tewatch.api.alert_schemas import DeliveryOut, SubscriptionIn, SubscriptionOut
 from tewatch.api.schemas import BUSY, NOT_FOUND, ErrorAnswer
-from tewatch.store import alert_queries as queries
-from tewatch.store.alert_models import DeliveryStatus
-from tewatch.store.database import write_session
+from tewatch.store.engine.database import write_session
+from tewatch.store.reads import alert_queries as queries
+from tewatch.store.schema.alert_models import DeliveryStatus
 from tewatch.web.deps import AdminScope, get_engine, get_settings
 from tewatch.web.params import OptionalQueryInt, PathInt
 

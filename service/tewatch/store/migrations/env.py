@@ -1,4 +1,4 @@
-"""Alembic environment: runs on the connection or URL handed over by tewatch.store.migrate."""
+"""Alembic environment: runs on the connection or URL handed over by tewatch.store.engine.migrate."""
 
 import importlib
 import importlib.util
@@ -6,11 +6,11 @@ import importlib.util
 from alembic import context
 from sqlalchemy import pool
 
-from tewatch.store.database import make_engine
-from tewatch.store.models import Base
+from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.models import Base
 
 # Tables owned by other parts of the service register on the same metadata when they exist.
-for _module in ("tewatch.store.alert_models", "tewatch.store.bisection_models"):
+for _module in ("tewatch.store.schema.alert_models", "tewatch.store.schema.bisection_models"):
     if importlib.util.find_spec(_module) is not None:
         importlib.import_module(_module)
 

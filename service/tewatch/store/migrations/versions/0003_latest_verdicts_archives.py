@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from alembic import op
 
-from tewatch.store import case_archive
+from tewatch.store.schema import case_archive
 
 revision: str = "0003_latest_verdicts_archives"
 down_revision: str | None = "0002_detection_alerts"

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, select
 
-from tewatch.store.models import Trajectory
-from tewatch.store.table_rows import TrajectoryFacts, columns, row_of
+from tewatch.store.reads.table_rows import TrajectoryFacts, columns, row_of
+from tewatch.store.schema.models import Trajectory
 
 IN_CLAUSE = 500  # ids per IN (...) list
 

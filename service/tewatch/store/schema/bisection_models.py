@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tewatch.store.models import Base, utcnow
+from tewatch.store.schema.models import Base, utcnow
 
 
 class Bisection(Base):

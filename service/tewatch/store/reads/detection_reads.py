@@ -9,18 +9,9 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session
 
-from tewatch.store.alert_models import (
-    Alert,
-    AlertKind,
-    AlertStatus,
-    AlertStatusChange,
-    Detection,
-    PrComparison,
-)
-from tewatch.store.alert_queries import LIVE_STATES, list_alerts
-from tewatch.store.key_lists import in_key_list
-from tewatch.store.models import Benchmark, Case, Series
-from tewatch.store.table_rows import (
+from tewatch.store.reads.alert_queries import LIVE_STATES, list_alerts
+from tewatch.store.reads.key_lists import in_key_list
+from tewatch.store.reads.table_rows import (
     AlertFacts,
     AlertStatusChangeFacts,
     PrComparisonFacts,
@@ -28,6 +19,15 @@ from tewatch.store.table_rows import (
     facts_of,
     row_of,
 )
+from tewatch.store.schema.alert_models import (
+    Alert,
+    AlertKind,
+    AlertStatus,
+    AlertStatusChange,
+    Detection,
+    PrComparison,
+)
+from tewatch.store.schema.models import Benchmark, Case, Series
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,11 @@ from sqlalchemy.orm import aliased
 
 from tewatch.core.statuses import FAILING_STATUSES
 from tewatch.core.te_releases import is_release, is_version_stand_in
-from tewatch.store.alert_models import ReleaseComparison
-from tewatch.store.case_reads import branch_clause
-from tewatch.store.commit_order import commit_order_columns, newest_commit_first, oldest_commit_first
-from tewatch.store.key_lists import in_key_list
-from tewatch.store.models import (
+from tewatch.store.reads.case_reads import branch_clause
+from tewatch.store.reads.commit_order import commit_order_columns, newest_commit_first, oldest_commit_first
+from tewatch.store.reads.key_lists import in_key_list
+from tewatch.store.schema.alert_models import ReleaseComparison
+from tewatch.store.schema.models import (
     Benchmark,
     Case,
     Commit,

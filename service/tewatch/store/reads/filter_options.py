@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from tewatch.store.models import Case, Run
+from tewatch.store.schema.models import Case, Run
 
 
 @dataclass(frozen=True)

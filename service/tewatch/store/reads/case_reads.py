@@ -17,10 +17,11 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, Connection, and_, func, select
 
 from tewatch.core.statuses import FAILING_STATUSES
-from tewatch.store.commit_order import newest_commit_first
-from tewatch.store.gc_pause import collector_paused
-from tewatch.store.key_lists import in_key_list
-from tewatch.store.models import (
+from tewatch.store.engine.gc_pause import collector_paused
+from tewatch.store.reads.commit_order import newest_commit_first
+from tewatch.store.reads.key_lists import in_key_list
+from tewatch.store.reads.table_rows import CaseFacts, columns, row_of
+from tewatch.store.schema.models import (
     Benchmark,
     Case,
     Commit,
@@ -33,7 +34,6 @@ from tewatch.store.models import (
     Verdict,
     VerdictStatus,
 )
-from tewatch.store.table_rows import CaseFacts, columns, row_of
 
 FAILING_VERDICTS = tuple(VerdictStatus(s) for s in sorted(FAILING_STATUSES))
 

@@ -337,7 +337,7 @@ class LatestBranchVerdict(Base):
 class RawFile(Base):
     """Every uploaded file, content-addressed, so a later parser can re-read every past upload.
 
-    The case records of an upload are one raw file, a case archive (tewatch.store.case_archive)."""
+    The case records of an upload are one raw file, a case archive (tewatch.store.schema.case_archive)."""
 
     __tablename__ = "raw_files"
     digest: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -354,7 +354,7 @@ class RunFile(Base):
 
 
 class TokenScope(str, enum.Enum):
-    """What a token may do beyond reading (tewatch.store.tokens says which routes each scope opens)."""
+    """What a token may do beyond reading (tewatch.store.writes.tokens says which routes each scope opens)."""
 
     upload = "upload"  # a GPU runner: uploads, detection after them, the commit graph
     triage = "triage"  # a person on call: alert status changes

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import JSON, Connection, Table
 
-from tewatch.store.database import json_text
+from tewatch.store.engine.database import json_text
 
 Processor = Callable[[Any], Any]
 TEXT_OID, JSON_OID, JSONB_OID = 25, 114, 3802  # PostgreSQL's fixed type OIDs

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, func, select
 
-from tewatch.store.alert_models import Alert, AlertStatusChange, Detection, ReleaseComparison
-from tewatch.store.models import Run
+from tewatch.store.schema.alert_models import Alert, AlertStatusChange, Detection, ReleaseComparison
+from tewatch.store.schema.models import Run
 
 
 def store_state(conn: Connection) -> tuple:

@@ -12,8 +12,17 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Column
 
-from tewatch.store.alert_models import Alert, AlertKind, AlertStatus, AlertStatusChange, PrComparison
-from tewatch.store.models import Case, Commit, Environment, Machine, Run, Trajectory, Verdict, VerdictStatus
+from tewatch.store.schema.alert_models import Alert, AlertKind, AlertStatus, AlertStatusChange, PrComparison
+from tewatch.store.schema.models import (
+    Case,
+    Commit,
+    Environment,
+    Machine,
+    Run,
+    Trajectory,
+    Verdict,
+    VerdictStatus,
+)
 
 
 @dataclass(frozen=True)

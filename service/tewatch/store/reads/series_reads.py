@@ -25,13 +25,23 @@ from sqlalchemy import (
     type_coerce,
 )
 
-from tewatch.store.alert_models import PrComparison
-from tewatch.store.case_reads import branch_clause
-from tewatch.store.commit_order import newest_commit_first, oldest_commit_first
-from tewatch.store.gc_pause import collector_paused
-from tewatch.store.key_lists import in_key_list
-from tewatch.store.models import Benchmark, Case, Commit, Environment, Machine, Result, Run, Series, Verdict
-from tewatch.store.table_rows import PrComparisonFacts, columns, row_of
+from tewatch.store.engine.gc_pause import collector_paused
+from tewatch.store.reads.case_reads import branch_clause
+from tewatch.store.reads.commit_order import newest_commit_first, oldest_commit_first
+from tewatch.store.reads.key_lists import in_key_list
+from tewatch.store.reads.table_rows import PrComparisonFacts, columns, row_of
+from tewatch.store.schema.alert_models import PrComparison
+from tewatch.store.schema.models import (
+    Benchmark,
+    Case,
+    Commit,
+    Environment,
+    Machine,
+    Result,
+    Run,
+    Series,
+    Verdict,
+)
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Select, func, select
 
-from tewatch.store.key_lists import in_key_list
-from tewatch.store.models import Case, Commit, Environment, Machine, Result, Run, Verdict, VerdictStatus
-from tewatch.store.table_rows import (
+from tewatch.store.reads.key_lists import in_key_list
+from tewatch.store.reads.table_rows import (
     CaseFacts,
     CommitFacts,
     EnvironmentFacts,
@@ -21,6 +20,16 @@ from tewatch.store.table_rows import (
     VerdictFacts,
     columns,
     row_of,
+)
+from tewatch.store.schema.models import (
+    Case,
+    Commit,
+    Environment,
+    Machine,
+    Result,
+    Run,
+    Verdict,
+    VerdictStatus,
 )
 
 _PARTS = (RunFacts, CommitFacts, MachineFacts, EnvironmentFacts)  # selected in this order, column by column

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from sqlalchemy import case, select
 from sqlalchemy.orm import Session
 
-from tewatch.store.alert_models import (
+from tewatch.store.schema.alert_models import (
     Alert,
     AlertKind,
     AlertStatus,

@@ -10,8 +10,8 @@ from datetime import datetime
 
 from sqlalchemy import Connection, func, select
 
-from tewatch.store.models import Environment, Machine, Run
-from tewatch.store.table_rows import EnvironmentFacts, MachineFacts, columns, row_of
+from tewatch.store.reads.table_rows import EnvironmentFacts, MachineFacts, columns, row_of
+from tewatch.store.schema.models import Environment, Machine, Run
 
 
 def machines(conn: Connection, by_gpu_model: bool = False) -> list[MachineFacts]:

@@ -24,7 +24,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tewatch.store.models import Base, _enum, utcnow
+from tewatch.store.schema.models import Base, _enum, utcnow
 
 
 class AlertKind(str, enum.Enum):

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, select
 
-from tewatch.store.case_reads import branch_clause
-from tewatch.store.commit_order import newest_commit_first
-from tewatch.store.key_lists import in_key_list
-from tewatch.store.models import Benchmark, Commit, Result, ResultStatus, Run, Series, Verdict
+from tewatch.store.reads.case_reads import branch_clause
+from tewatch.store.reads.commit_order import newest_commit_first
+from tewatch.store.reads.key_lists import in_key_list
+from tewatch.store.schema.models import Benchmark, Commit, Result, ResultStatus, Run, Series, Verdict
 
 
 @dataclass(frozen=True)

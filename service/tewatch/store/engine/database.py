@@ -10,7 +10,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from tewatch.core.settings import normalise_database_url
-from tewatch.store import checkpoints, writer_turns
+from tewatch.store.engine import checkpoints, writer_turns
 
 LOCK_WAIT_SECONDS = 30.0  # how long a writer waits for a lock another writer holds (store.contention)
 SQLITE_CACHE_KIB = 64 * 1024  # per connection

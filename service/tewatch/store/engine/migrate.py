@@ -11,9 +11,9 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
 from tewatch.core.settings import normalise_database_url
-from tewatch.store.database import make_engine
+from tewatch.store.engine.database import make_engine
 
-MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
 
 
 def alembic_config(url: str) -> Config:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from tewatch.store.bisection_models import Bisection
+from tewatch.store.schema.bisection_models import Bisection
 
 
 def bisection(session: Session, bisection_id: int) -> Bisection | None:

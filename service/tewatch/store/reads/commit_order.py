@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, DateTime, SQLColumnExpression, func, literal
 
-from tewatch.store.models import Commit, Run
+from tewatch.store.schema.models import Commit, Run
 
 NO_DATE = datetime(1970, 1, 1, tzinfo=UTC)
 

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection, Engine, select, update
 
-from tewatch.store.database import write_connection
-from tewatch.store.models import ApiToken, TokenScope
+from tewatch.store.engine.database import write_connection
+from tewatch.store.schema.models import ApiToken, TokenScope
 
 TOKEN_PREFIX = "tw_"
 

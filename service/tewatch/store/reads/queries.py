@@ -10,12 +10,13 @@ from typing import Any
 from sqlalchemy import Connection, Select, and_, func, select
 from sqlalchemy.orm import aliased
 
-from tewatch.store import case_archive
-from tewatch.store.case_reads import CaseSelection, latest_case_verdicts, verdict_rows
-from tewatch.store.commit_order import commit_place
-from tewatch.store.gc_pause import collector_paused
-from tewatch.store.machine_reads import machines
-from tewatch.store.models import (
+from tewatch.store.engine.gc_pause import collector_paused
+from tewatch.store.reads.case_reads import CaseSelection, latest_case_verdicts, verdict_rows
+from tewatch.store.reads.commit_order import commit_place
+from tewatch.store.reads.machine_reads import machines
+from tewatch.store.reads.series_reads import MAX_SAMPLES_PER_POINT, detailed_points
+from tewatch.store.schema import case_archive
+from tewatch.store.schema.models import (
     Benchmark,
     Case,
     Commit,
@@ -27,7 +28,6 @@ from tewatch.store.models import (
     Series,
     Verdict,
 )
-from tewatch.store.series_reads import MAX_SAMPLES_PER_POINT, detailed_points
 
 CASE_COLUMNS = (
     Case.case_name,

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import JSON, ColumnElement, Connection, Text, bindparam, cast, func, select
 from sqlalchemy.orm import QueryableAttribute
 
-from tewatch.store.database import json_text
+from tewatch.store.engine.database import json_text
 
 
 def in_key_list(

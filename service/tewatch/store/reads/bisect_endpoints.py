@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tewatch.store.alert_models import Alert, Detection
-from tewatch.store.models import Case, Commit, Run, Series, Verdict, VerdictStatus
+from tewatch.store.schema.alert_models import Alert, Detection
+from tewatch.store.schema.models import Case, Commit, Run, Series, Verdict, VerdictStatus
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, func, select
 
-from tewatch.store.models import CaseKernels, Commit, Environment, Run
+from tewatch.store.schema.models import CaseKernels, Commit, Environment, Run
 
 
 @dataclass(frozen=True)
