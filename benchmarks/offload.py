@@ -1,5 +1,6 @@
-"""TE's CPU offload of activations: the GPU bytes a stack of te.Linear layers keeps for its backward, with
-and without offload, and the gradients with offload against those without (bit for bit).
+"""TE's CPU offload of activations: the GPU bytes a stack of te.Linear layers, or of te.TransformerLayers,
+keeps for its backward, with and without offload, and the gradients with offload against those without
+(bit for bit).
 
 The saving TE promises (`get_cpu_offload_context`: activations of all layers but the last moved to the
 host during the forward) is a number users plan around; an offload that stops releasing GPU memory, or
@@ -17,7 +18,109 @@ from benchmarks.harness.numerics import error_metrics, max_abs_difference
 from benchmarks.harness.profiles import Profile, selected_backends
 
 LAYERS = 4
+HEAD_DIM = 64
+SEQUENCES = 4  # the TransformerLayer input: the linear suite's tokens as 4 sequences
 RECIPES = ["bf16", "fp8-current"]
+
+
+def offload_case(case: Case, recipe: str, profile: Profile, build: Any) -> Prepared:
+    """The bytes `build(te, hidden)`'s layers keep for their backward with and without offload, their
+    gradients with offload against those without; the timed step is the offloaded forward+backward.
+    `build` returns (layers, input shape)."""
+    import torch
+
+    from benchmarks.harness.te_import import import_transformer_engine
+    from benchmarks.linear import autocast_for
+
+    te = import_transformer_engine()
+    offload_context = getattr(te, "get_cpu_offload_context", None)
+    if offload_context is None:
+        raise Unsupported("this Transformer Engine has no get_cpu_offload_context")
+    autocast = autocast_for(recipe)
+    hidden = profile.linear_in_out[0]
+    torch.manual_seed(1)
+    layers, shape = build(te, hidden, profile.linear_tokens)
+    torch.manual_seed(0)
+    x = torch.randn(*shape, dtype=torch.bfloat16, device="cuda")
+    dy = torch.randn_like(x)
+    parameters = [p for layer in layers for p in layer.parameters()]
+
+    def forward(inp: Any, offloaded: bool) -> Any:
+        context, sync = offload_context(enabled=offloaded, num_layers=LAYERS - 1, model_layers=LAYERS)
+        for layer in layers:
+            with context, autocast():
+                inp = layer(inp)
+            inp = sync(inp)
+        return inp
+
+    def activations_and_grads(offloaded: bool) -> tuple[int, list[Any]]:
+        for parameter in parameters:
+            parameter.grad = None
+        inp = x.detach().clone().requires_grad_(True)
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        out = forward(inp, offloaded)
+        torch.cuda.synchronize()
+        held = torch.cuda.memory_allocated() - before
+        out.backward(dy)
+        torch.cuda.synchronize()
+        assert inp.grad is not None
+        grads = [inp.grad.detach().clone()] + [
+            p.grad.detach().clone() for p in parameters if p.grad is not None
+        ]
+        return held, grads
+
+    activations_and_grads(True)  # warm: the offload's pinned buffers and streams
+    plain, plain_grads = activations_and_grads(False)
+    offloaded, offloaded_grads = activations_and_grads(True)
+    case.record.metric("activation_bytes", plain, "bytes")
+    case.record.metric("activation_bytes_offloaded", offloaded, "bytes")
+    if plain > 0:
+        case.record.metric("offload_saving", 1 - offloaded / plain, "fraction")
+    worst = max(max_abs_difference(a, b) for a, b in zip(offloaded_grads, plain_grads, strict=True))
+    with case.optional("error metrics"):
+        case.record.errors("offloaded_dgrad_vs_plain", error_metrics(offloaded_grads[0], plain_grads[0]))
+        case.record.errors("offloaded_wgrad_vs_plain", error_metrics(offloaded_grads[1], plain_grads[1]))
+    case.record.add(records.compare("offload_gradients", "max_abs_diff", worst, 0.0))
+
+    inp = x.detach().clone().requires_grad_(True)
+
+    def step() -> None:
+        for parameter in parameters:
+            parameter.grad = None
+        inp.grad = None
+        forward(inp, True).backward(dy)
+
+    return Prepared(fn=step, device="cuda", steps=True)
+
+
+def linear_stack(te: Any, hidden: int, tokens: int) -> tuple[list[Any], tuple[int, ...]]:
+    import torch
+
+    layers = [
+        te.Linear(hidden, hidden, bias=False, params_dtype=torch.bfloat16, device="cuda")
+        for _ in range(LAYERS)
+    ]
+    return layers, (tokens, hidden)
+
+
+def transformer_stack(te: Any, hidden: int, tokens: int) -> tuple[list[Any], tuple[int, ...]]:
+    """TransformerLayers of the linear suite's hidden size, [sequence, batch, hidden] input (TE's default)."""
+    import torch
+
+    layers = [
+        te.TransformerLayer(
+            hidden,
+            4 * hidden,
+            max(1, hidden // HEAD_DIM),
+            hidden_dropout=0.0,
+            attention_dropout=0.0,
+            params_dtype=torch.bfloat16,
+            device="cuda",
+        )
+        for _ in range(LAYERS)
+    ]
+    return layers, (max(1, tokens // SEQUENCES), SEQUENCES, hidden)
 
 
 if "te" in selected_backends():
@@ -32,72 +135,18 @@ if "te" in selected_backends():
             return {"backend": "te", "recipe": p["recipe"], "op": self.op, "rank": 2}
 
         def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
-            import torch
+            return offload_case(self, p["recipe"], profile, linear_stack)
 
-            from benchmarks.harness.te_import import import_transformer_engine
-            from benchmarks.linear import autocast_for
+    class CpuOffloadTransformerLayer(Case):
+        """The same with four te.TransformerLayers: attention's and the MLP's activations offloaded too."""
 
-            te = import_transformer_engine()
-            offload_context = getattr(te, "get_cpu_offload_context", None)
-            if offload_context is None:
-                raise Unsupported("this Transformer Engine has no get_cpu_offload_context")
-            autocast = autocast_for(p["recipe"])
-            hidden = profile.linear_in_out[0]
-            torch.manual_seed(1)
-            layers = [
-                te.Linear(hidden, hidden, bias=False, params_dtype=torch.bfloat16, device="cuda")
-                for _ in range(LAYERS)
-            ]
-            torch.manual_seed(0)
-            x = torch.randn(profile.linear_tokens, hidden, dtype=torch.bfloat16, device="cuda")
-            dy = torch.randn_like(x)
+        param_names = ["recipe"]
+        params = [RECIPES]
+        op = "cpu_offload"
+        main_check = "offload_gradients"
 
-            def forward(inp: Any, offloaded: bool) -> Any:
-                context, sync = offload_context(enabled=offloaded, num_layers=LAYERS - 1, model_layers=LAYERS)
-                for layer in layers:
-                    with context, autocast():
-                        inp = layer(inp)
-                    inp = sync(inp)
-                return inp
+        def labels(self, p: dict[str, Any]) -> dict[str, Any]:
+            return {"backend": "te", "recipe": p["recipe"], "op": self.op, "rank": 3}
 
-            def activations_and_grads(offloaded: bool) -> tuple[int, list[Any]]:
-                for layer in layers:
-                    layer.weight.grad = None
-                inp = x.detach().clone().requires_grad_(True)
-                torch.cuda.synchronize()
-                before = torch.cuda.memory_allocated()
-                out = forward(inp, offloaded)
-                torch.cuda.synchronize()
-                held = torch.cuda.memory_allocated() - before
-                out.backward(dy)
-                torch.cuda.synchronize()
-                assert inp.grad is not None
-                grads = [inp.grad.detach().clone()] + [layer.weight.grad.detach().clone() for layer in layers]
-                return held, grads
-
-            activations_and_grads(True)  # warm: the offload's pinned buffers and streams
-            plain, plain_grads = activations_and_grads(False)
-            offloaded, offloaded_grads = activations_and_grads(True)
-            self.record.metric("activation_bytes", plain, "bytes")
-            self.record.metric("activation_bytes_offloaded", offloaded, "bytes")
-            if plain > 0:
-                self.record.metric("offload_saving", 1 - offloaded / plain, "fraction")
-            worst = max(max_abs_difference(a, b) for a, b in zip(offloaded_grads, plain_grads, strict=True))
-            with self.optional("error metrics"):
-                self.record.errors(
-                    "offloaded_dgrad_vs_plain", error_metrics(offloaded_grads[0], plain_grads[0])
-                )
-                self.record.errors(
-                    "offloaded_wgrad_vs_plain", error_metrics(offloaded_grads[1], plain_grads[1])
-                )
-            self.record.add(records.compare("offload_gradients", "max_abs_diff", worst, 0.0))
-
-            inp = x.detach().clone().requires_grad_(True)
-
-            def step() -> None:
-                for layer in layers:
-                    layer.weight.grad = None
-                inp.grad = None
-                forward(inp, True).backward(dy)
-
-            return Prepared(fn=step, device="cuda", steps=True)
+        def prepare(self, p: dict[str, Any], profile: Profile) -> Prepared:
+            return offload_case(self, p["recipe"], profile, transformer_stack)
