@@ -76,49 +76,86 @@ def postgres_server() -> Iterator[str | None]:
         subprocess.run(["bash", str(PG_CLUSTER_SCRIPT), "stop", str(cluster_dir)], check=False)
 
 
-def _fresh_database(backend: str, postgres_url: str | None, tmp_dir: Path) -> Iterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp_dir / 'tewatch.sqlite3'}"
+def _admin_url(postgres_url: str) -> str:
+    return make_url(postgres_url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _postgres_admin(postgres_url: str, statement: str) -> None:
+    import psycopg
+
+    with psycopg.connect(_admin_url(postgres_url), autocommit=True) as conn:
+        conn.execute(statement)
+
+
+@contextmanager
+def _postgres_database(postgres_url: str, template: str | None = None) -> Iterator[str]:
+    """A new database in the server at `postgres_url` (a copy of `template` if given), dropped after."""
+    name = f"tw_{uuid.uuid4().hex[:12]}"
+    _postgres_admin(
+        postgres_url, f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")
+    )
+    try:
+        yield (
+            make_url(postgres_url)
+            .set(drivername="postgresql+psycopg", database=name)
+            .render_as_string(hide_password=False)
+        )
+    finally:
+        _postgres_admin(postgres_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty SQLite store migrated once per test process; each test's fresh store is a copy of it."""
+    from tewatch.store.engine.migrate import upgrade
+
+    path = tmp_path_factory.mktemp("template") / "tewatch.sqlite3"
+    upgrade(f"sqlite:///{path}")
+    assert not path.with_name(path.name + "-wal").exists(), "the template's WAL was not checkpointed"
+    return path
+
+
+@pytest.fixture(scope="session")
+def postgres_template(postgres_server: str | None) -> Iterator[str]:
+    """An empty PostgreSQL database migrated once per test process; each test's fresh database is made
+    from it by CREATE DATABASE ... TEMPLATE, a copy of its files."""
+    from tewatch.store.engine.migrate import upgrade
+
+    assert postgres_server is not None
+    with _postgres_database(postgres_server) as url:
+        upgrade(url)
+        name = make_url(url).database
+        # no connection may be open to a template while it is copied; autovacuum skips such a database
+        _postgres_admin(postgres_server, f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
+        yield name or ""
+
+
+def _fresh_database(request: pytest.FixtureRequest, postgres_url: str | None, tmp_dir: Path) -> Iterator[str]:
+    """An empty database of the backend `request.param` with every migration applied: a copy of the
+    migrated template of that backend."""
+    if request.param == "sqlite":
+        path = tmp_dir / "tewatch.sqlite3"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        yield f"sqlite:///{path}"
         return
     if postgres_url is None:
         pytest.skip(
             "PostgreSQL variant skipped: no PostgreSQL binaries and TEWATCH_TEST_POSTGRES_URL is unset"
         )
-    import psycopg
-
-    name = f"tw_{uuid.uuid4().hex[:12]}"
-    admin = make_url(postgres_url)
-    with psycopg.connect(
-        admin.set(drivername="postgresql").render_as_string(hide_password=False), autocommit=True
-    ) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin.set(drivername="postgresql+psycopg", database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(
-            admin.set(drivername="postgresql").render_as_string(hide_password=False), autocommit=True
-        ) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with _postgres_database(postgres_url, template=request.getfixturevalue("postgres_template")) as url:
+        yield url
 
 
 @pytest.fixture(params=BACKENDS)
 def db_url(request, postgres_server, tmp_path) -> Iterator[str]:
     """An empty, migrated database of each backend, fresh for every test."""
-    from tewatch.store.engine.migrate import upgrade
-
-    for url in _fresh_database(request.param, postgres_server, tmp_path):
-        upgrade(url)
-        yield url
+    yield from _fresh_database(request, postgres_server, tmp_path)
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def module_db_url(request, postgres_server, tmp_path_factory) -> Iterator[str]:
     """Like db_url, shared by the tests of one module (they compare counts before and after)."""
-    from tewatch.store.engine.migrate import upgrade
-
-    for url in _fresh_database(request.param, postgres_server, tmp_path_factory.mktemp("db")):
-        upgrade(url)
-        yield url
+    yield from _fresh_database(request, postgres_server, tmp_path_factory.mktemp("db"))
 
 
 def store_counts_of(db_url: str) -> dict[str, int]:
