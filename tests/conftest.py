@@ -26,10 +26,15 @@ BACKENDS = ["sqlite", "postgresql"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long_setup files first, the rest in their order: under `-n 2 --dist loadfile` a worker takes a
-    file at a time in this order, so the files whose fixtures run for minutes start at once instead of
-    finishing last on one worker while the other idles."""
-    items.sort(key=lambda item: item.get_closest_marker("long_setup") is None)
+    """The long_setup files first, then the long_running ones, the rest in their order: under `-n 2
+    --dist loadfile` a worker takes a file at a time in this order, so the longest files start at once
+    instead of finishing last on one worker while the other idles."""
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("long_setup") is None,
+            item.get_closest_marker("long_running") is None,
+        )
+    )
 
 
 ASV_V1 = FIXTURES / "asv-v1" / "results"  # asv's results format 1: tests/ingest/test_asv_v1.py reads it

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -14,6 +15,8 @@ from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.subscriptions import add_subscription
 from tewatch.store.engine.database import make_engine
 from tewatch.store.schema.alert_models import DeliveryStatus, WebhookDelivery
+
+pytestmark = pytest.mark.long_running
 
 SECRET = "restart-test-secret-value"
 

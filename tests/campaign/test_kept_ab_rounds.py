@@ -8,8 +8,12 @@ import itertools
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.campaign.replay import FIXTURES, replay_campaign
 from tewatch.detect.compare import ComparePair, CompareVerdict, Side, compare_sweep
+
+pytestmark = pytest.mark.long_running
 
 # te-ref quantize +6 % is about 0.3 % of a te.Linear step of TE's reference recipe: below min_effect
 TOO_SMALL_TO_MATTER = {

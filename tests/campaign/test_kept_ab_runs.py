@@ -4,7 +4,11 @@ The campaign scores its pull request against the perturbations each head case ra
 
 from pathlib import Path
 
+import pytest
+
 from tests.campaign.replay import FIXTURES, replay_campaign
+
+pytestmark = pytest.mark.long_running
 
 KEPT = FIXTURES / "h200-ab-quick"
 

@@ -15,6 +15,8 @@ from tests.campaign.replay import FIXTURES, replay_campaign
 from tests.conftest import start_server, stop_server
 from tewatch.client import Client
 
+pytestmark = pytest.mark.long_setup
+
 KEPT = FIXTURES / "h200-memnum-ab"
 SNAPSHOT = KEPT / "pr-report-memory-numerics.md"
 MIB = 2**20

@@ -5,6 +5,8 @@ import pytest
 
 from tests.campaign.replay import FIXTURES, replay_campaign
 
+pytestmark = pytest.mark.long_setup
+
 KEPT = FIXTURES / "h200-campaign"
 
 

@@ -6,6 +6,7 @@ import json
 import re
 
 import httpx
+import pytest
 
 from tests.dashboards.conftest import (
     H200_FIXTURES,
@@ -17,6 +18,8 @@ from tests.dashboards.conftest import (
 )
 from tests.dashboards.expectations import FAILURES, expected_matrix, latest_records
 from tewatch_dashboards.routes.overview import PER_PAGE
+
+pytestmark = pytest.mark.long_running
 
 SEVERITY_OF_STATUS = {
     "error": 0,

@@ -11,6 +11,8 @@ from benchmarks.harness.distributed.environment import NO_MULTICAST
 from benchmarks.harness.distributed.launcher import launch
 from tests.distributed import rank_functions
 
+pytestmark = pytest.mark.long_running
+
 
 def _alive(pid: int) -> bool:
     try:

@@ -13,6 +13,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
+pytestmark = pytest.mark.long_setup
+
 CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 CASE = "distributed.LinearTensorParallel"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

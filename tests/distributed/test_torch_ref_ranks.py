@@ -11,6 +11,8 @@ from benchmarks.harness.distributed.scenario import Scenario
 from benchmarks.harness.distributed.worker import run_scenario
 from benchmarks.harness.timing import TimingPlan
 
+pytestmark = pytest.mark.long_running
+
 PLAN = TimingPlan(budget_s=0.05, min_samples=3, max_samples=5, min_warmup_calls=1, warmup_s=0.0)
 
 

@@ -25,6 +25,8 @@ from tests.uploads import parts_of, post_run, tiny_run
 from tewatch.ingest.pause_point import POINT_VARIABLE, POINTS, SIGNAL_VARIABLE
 from tewatch.store.engine.database import make_engine
 
+pytestmark = pytest.mark.long_running
+
 SIGNAL_WAIT_S = 120
 TRIALS: Counter[str] = Counter()  # backend -> trials
 HITS: Counter[str] = Counter()  # backend -> trials whose kill landed inside the open write transaction

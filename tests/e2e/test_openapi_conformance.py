@@ -16,6 +16,8 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from tests.uploads import parts_of, post_run, tiny_run
 from tewatch.api.openapi_doc import LINKS
 
+pytestmark = pytest.mark.long_running
+
 EXAMPLES = 25  # per operation and database
 # Bodies whose validity no JSON Schema can say are exempt from "a schema-valid request is accepted": an
 # upload's parts are asv's files, which the document can only call binary, and a webhook URL must parse

@@ -10,9 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FIXTURES, served_sqlite
 from tests.github.fake_github import FakeGitHub
 from tewatch.github.comment import MARKER
+
+pytestmark = pytest.mark.long_running
 
 KEPT = FIXTURES / "h200-campaign"
 TOKEN = "ghp_" + "e" * 36

@@ -18,6 +18,8 @@ from tests.conftest import PG_CLUSTER_SCRIPT, _postgres_binaries, start_server, 
 from tests.uploads import TINY, parts_of, post_run, tiny_run
 from tewatch.store.engine.migrate import upgrade
 
+pytestmark = pytest.mark.long_running
+
 CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 
 
