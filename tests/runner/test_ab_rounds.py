@@ -14,13 +14,15 @@ import pytest
 from tests.conftest import served_sqlite
 from tests.runner.test_run_ci_profile import _runner
 
+pytestmark = pytest.mark.long_setup
+
 BENCH = r"^(rht|gemm|contracts\.CpuRoundTrip)\."
 BASE, HEAD = "ab00000000000000000000000000000000000001", "ab00000000000000000000000000000000000002"
 
 
 @pytest.fixture(scope="module")
 def ab_run(
-    project: Path, tmp_path_factory: pytest.TempPathFactory
+    project: Path, inductor_cache: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[subprocess.CompletedProcess, Path]:
     home, results = tmp_path_factory.mktemp("home"), tmp_path_factory.mktemp("ab")
     command, env = _runner(
@@ -45,6 +47,7 @@ def ab_run(
         HEAD,
         "--head-env",
         "TEWATCH_PERTURB=torchref-slow-quantize",
+        inductor_cache=inductor_cache,
     )
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900), results
 

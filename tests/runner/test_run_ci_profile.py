@@ -23,21 +23,28 @@ SUITES = r"^(quantize|rht|gemm|linear|contracts)\."
 STATUSES = {"pass", "fail_accuracy", "error", "unsupported", "timeout", "oom"}
 
 
-def _runner(project: Path, home: Path, *args: str) -> tuple[list[str], dict[str, str]]:
-    env = dict(os.environ, HOME=str(home), TORCHINDUCTOR_CACHE_DIR=str(home / "inductor"))
+def _runner(
+    project: Path, home: Path, *args: str, inductor_cache: Path | None = None
+) -> tuple[list[str], dict[str, str]]:
+    env = dict(os.environ, HOME=str(home), TORCHINDUCTOR_CACHE_DIR=str(inductor_cache or home / "inductor"))
     env.pop("TEWATCH_PROFILE", None)
     env.pop("TEWATCH_BACKENDS", None)
     return [sys.executable, "-m", "tewatch.runner", "--project", str(project), *args], env
 
 
-def tewatch_run(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
-    command, env = _runner(project, home, *args)
+def tewatch_run(
+    project: Path, home: Path, *args: str, inductor_cache: Path | None = None
+) -> subprocess.CompletedProcess:
+    command, env = _runner(project, home, *args, inductor_cache=inductor_cache)
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="module", params=["forkserver", "spawn"])
 def run(
-    project: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+    project: Path,
+    inductor_cache: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
 ) -> tuple[subprocess.CompletedProcess, Path]:
     home = tmp_path_factory.mktemp("home")
     results = tmp_path_factory.mktemp("results")
@@ -58,6 +65,7 @@ def run(
         COMMIT,
         "--launch-method",
         request.param,
+        inductor_cache=inductor_cache,
     )
     return proc, results
 
@@ -176,7 +184,7 @@ def test_bad_options_fail_with_one_clear_line(project: Path, tmp_path: Path) -> 
 
 
 def test_a_chunk_cut_off_by_a_time_limit_leaves_the_earlier_chunk_as_it_was(
-    project: Path, tmp_path: Path
+    project: Path, inductor_cache: Path, tmp_path: Path
 ) -> None:
     results = tmp_path / "results"
     common = (
@@ -191,12 +199,12 @@ def test_a_chunk_cut_off_by_a_time_limit_leaves_the_earlier_chunk_as_it_was(
         "--commit",
         COMMIT,
     )
-    first = tewatch_run(project, tmp_path, *common, "--bench", r"^rht\.")
+    first = tewatch_run(project, tmp_path, *common, "--bench", r"^rht\.", inductor_cache=inductor_cache)
     assert first.returncode == 0, first.stderr[-3000:]
     machine_dir = results / "ci-cpu"
     before = sorted(p.name for p in machine_dir.glob("*.tewatch/cases/*.json"))
 
-    command, env = _runner(project, tmp_path, *common, "--bench", r"^linear\.")
+    command, env = _runner(project, tmp_path, *common, "--bench", r"^linear\.", inductor_cache=inductor_cache)
     # as `timeout --signal=INT` does: the signal goes to the runner's whole process group; the runner
     # starts with SIGINT ignored, as a shell script's background job does
     with subprocess.Popen(
