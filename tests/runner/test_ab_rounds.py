@@ -22,7 +22,7 @@ BASE, HEAD = "ab00000000000000000000000000000000000001", "ab00000000000000000000
 
 @pytest.fixture(scope="module")
 def ab_run(
-    project: Path, inductor_cache: Path, tmp_path_factory: pytest.TempPathFactory
+    project: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[subprocess.CompletedProcess, Path]:
     home, results = tmp_path_factory.mktemp("home"), tmp_path_factory.mktemp("ab")
     command, env = _runner(
@@ -47,7 +47,6 @@ def ab_run(
         HEAD,
         "--head-env",
         "TEWATCH_PERTURB=torchref-slow-quantize",
-        inductor_cache=inductor_cache,
     )
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900), results
 
