@@ -323,19 +323,6 @@ def in_process_app(module_db_url) -> Iterator[InProcessApp]:
         yield app
 
 
-@pytest.fixture(scope="session")
-def inductor_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One torch.compile (inductor) cache for every real `asv run` of the test run, both xdist workers'
-    included: a graph compiled once is loaded by the later runs instead of compiled again (its key is the
-    graph's and the code's content, so a perturbed graph still compiles anew). The first run of each graph
-    still compiles from cold."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    path = shared / "inductor-cache"
-    path.mkdir(exist_ok=True)
-    return path
-
-
 def _git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 

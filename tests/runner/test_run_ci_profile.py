@@ -39,6 +39,14 @@ def tewatch_run(
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
 
 
+@pytest.fixture(scope="module")
+def inductor_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One torch.compile cache for this file's runs: the te.Linear graphs the first run compiles, the
+    later ones load (the key is the graph's and the generated code's content); each run still compiles
+    through torch.compile and measures its compile time."""
+    return tmp_path_factory.mktemp("inductor")
+
+
 @pytest.fixture(scope="module", params=["forkserver", "spawn"])
 def run(
     project: Path,

@@ -22,9 +22,7 @@ BREAKS = (
 )
 
 
-def _verdicts(
-    project: Path, home: Path, inductor_cache: Path, results: Path, perturb: str = ""
-) -> dict[str, dict]:
+def _verdicts(project: Path, home: Path, results: Path, perturb: str = "") -> dict[str, dict]:
     command, env = _runner(
         project,
         home,
@@ -40,7 +38,6 @@ def _verdicts(
         str(results),
         "--commit",
         "c" * 40,
-        inductor_cache=inductor_cache,
     )
     env["TEWATCH_PERTURB"] = perturb
     proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
@@ -54,13 +51,9 @@ def _verdicts(
 
 
 @pytest.fixture(scope="module")
-def runs(project: Path, inductor_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
-    plain = _verdicts(
-        project, tmp_path_factory.mktemp("home"), inductor_cache, tmp_path_factory.mktemp("plain")
-    )
-    broken = _verdicts(
-        project, tmp_path_factory.mktemp("home"), inductor_cache, tmp_path_factory.mktemp("broken"), BREAKS
-    )
+def runs(project: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
+    plain = _verdicts(project, tmp_path_factory.mktemp("home"), tmp_path_factory.mktemp("plain"))
+    broken = _verdicts(project, tmp_path_factory.mktemp("home"), tmp_path_factory.mktemp("broken"), BREAKS)
     return plain, broken
 
 
