@@ -117,12 +117,13 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     path = tmp_path_factory.mktemp("template") / "tewatch.sqlite3"
     upgrade(f"sqlite:///{path}")
-    # everything into the database file itself, which is all that is copied
-    with closing(sqlite3.connect(path)) as conn:
-        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    wal = path.with_name(path.name + "-wal")
-    assert not busy and (not wal.exists() or wal.stat().st_size == 0), "the template's WAL kept pages"
     return path
+
+
+def _copy_sqlite(source: Path, target: Path) -> None:
+    """SQLite's online backup: the pages of the database file and of its WAL, as one consistent copy."""
+    with closing(sqlite3.connect(source)) as src, closing(sqlite3.connect(target)) as dst:
+        src.backup(dst)
 
 
 @pytest.fixture(scope="session")
@@ -145,7 +146,7 @@ def _fresh_database(request: pytest.FixtureRequest, postgres_url: str | None, tm
     migrated template of that backend."""
     if request.param == "sqlite":
         path = tmp_dir / "tewatch.sqlite3"
-        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        _copy_sqlite(request.getfixturevalue("sqlite_template"), path)
         yield f"sqlite:///{path}"
         return
     if postgres_url is None:
