@@ -121,3 +121,15 @@ def test_help_texts_wrap_where_the_terminal_ends_not_where_the_source_does():
     names = [row.split()[0] for row in rows if not row.startswith("  ")]
     assert len(names) == len(rows), [row for row in rows if row.startswith("  ")]  # no continuation lines
     assert {"upload", "export", "eval-detector", "run"} <= set(names)
+
+
+def test_the_cli_starts_without_the_statistics():
+    """Every `tewatch` command starts by importing the CLI: scipy (a second and more) waits until a
+    command that compares runs."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, tewatch.cli; print('scipy' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "False"

@@ -15,11 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tewatch.bisect.measurements import CaseMeasurement
 from tewatch.bisect.search import Verdict
-from tewatch.detect.compare import ComparePair, CompareVerdict, Comparison, Side, compare_sweep
+
+if TYPE_CHECKING:  # the comparer imports scipy (a second of every CLI start): loaded when a judge runs
+    from tewatch.detect.compare import ComparePair, CompareVerdict, Comparison
 
 Cases = Mapping[str, CaseMeasurement]
 JUDGES = ("correctness", "performance", "value")
@@ -69,6 +71,8 @@ class CorrectnessJudge:
 
 
 def _pairs(base: Cases, head: Cases, keys: list[tuple[str, str]]) -> list[ComparePair]:
+    from tewatch.detect.compare import ComparePair, Side
+
     pairs = []
     for case, series in keys:
         sides = []
@@ -89,6 +93,8 @@ class PerformanceJudge:
     changed: dict[tuple[str, str], tuple[CompareVerdict, float]] = field(default_factory=dict)
 
     def _compare(self, base: Cases, head: Cases, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+        from tewatch.detect.compare import compare_sweep
+
         found = compare_sweep(_pairs(base, head, keys))
         return dict(zip(keys, found, strict=True))
 
@@ -98,6 +104,8 @@ class PerformanceJudge:
             for case in good.keys() & bad.keys()
             for series in good[case].samples.keys() & bad[case].samples.keys()
         )
+        from tewatch.detect.compare import CompareVerdict
+
         compared = self._compare(good, bad, keys)
         self.changed = {
             key: (c.verdict, c.effect)
@@ -125,6 +133,8 @@ class PerformanceJudge:
 
 
 def _on_good_side(found: Comparison, step: float) -> bool:
+    from tewatch.detect.compare import CompareVerdict
+
     if found.verdict is CompareVerdict.unchanged:
         return True
     half = step / 2
