@@ -47,7 +47,7 @@ def sections(markdown: str, *titles: str) -> str:
     """The Markdown's sections of these titles, their links' service address and series ids left out."""
     parts = re.split(r"(?m)^(?=### )", markdown)
     kept = [p for p in parts if any(p.startswith(f"### {t}\n") for t in titles)]
-    text = re.sub(r"http://127\.0\.0\.1:\d+", "", "".join(kept).split("\n[This PR")[0])
+    text = re.sub(r"http://127\.0\.0\.1:\d+", "", "".join(kept).split("\n[This PR")[0].rstrip("\n") + "\n")
     return re.sub(r"/series/\d+\?", "/series/ID?", text)
 
 

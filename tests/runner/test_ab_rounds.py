@@ -121,9 +121,16 @@ def test_the_service_pairs_the_rounds_of_a_pull_request(ab_run, tmp_path) -> Non
                 if comparisons:
                     break
                 time.sleep(0.2)
-    # rht and gemm in both rounds; the contract check in round 1 only: the single-run path
+            names = {
+                c["series_id"]: client.get(f"/api/v1/series/{c['series_id']}").json()["benchmark"]
+                for c in comparisons
+            }
+    # rht and gemm in both rounds, their timing and their CPU time per call (one value a round); the
+    # contract check in round 1 only: the single-run path
     repeated = [c for c in comparisons if c["rounds"] == 2 and c["noise_source"] == "rounds"]
     one_shot = [c for c in comparisons if c["rounds"] is None and c["noise_source"] != "rounds"]
-    assert len(repeated) == 2 and len(one_shot) == 1
+    assert len(one_shot) == 1 and not names[one_shot[0]["series_id"]].endswith(".cpu_seconds")
+    timings = [c for c in repeated if not names[c["series_id"]].endswith(".cpu_seconds")]
+    assert len(timings) == 2 and len(repeated) == 4, sorted(names.values())
     # on CPU a case has one timing (no kernel time): each is its case's primary series
-    assert len(comparisons) == 3 and all(c["primary"] for c in comparisons)
+    assert len(comparisons) == 5 and all(c["primary"] for c in [*timings, *one_shot])

@@ -113,11 +113,17 @@ def _reconciled(
     ]
 
 
+# seconds that are no measure of a case's call: the host's CPU time, compile and capture, event minus kernel
+NOT_CALL_TIMES = frozenset({"cpu_seconds", "compile_seconds", "capture_seconds", "host_overhead_seconds"})
+
+
 def _primary_series(comparisons: list[tuple[int, SeriesInfo, Comparison]]) -> set[int]:
     """For each case, the timing series with the smallest run-to-run noise: the one that says `unchanged`."""
     best: dict[int, tuple[float, int]] = {}
     for series_id, info, comparison in comparisons:
         if info.unit != "seconds" or info.case_id is None or not np.isfinite(comparison.between_run_sigma):
+            continue
+        if info.benchmark.rsplit(".", 1)[-1] in NOT_CALL_TIMES:
             continue
         candidate = (comparison.between_run_sigma, series_id)
         if info.case_id not in best or candidate < best[info.case_id]:
