@@ -39,8 +39,9 @@ def test_an_overlay_is_the_commits_python_over_the_releases_binaries(tiny, tmp_p
     assert run(env.python, "import tinypkg; print(tinypkg.answer(), tinypkg.CORE)") == (
         f"41 core built from {shas[0]}"
     )
+    assert run(env.python, "import tinypkg; print(tinypkg.EXTENSION)") == f"extension built from {shas[0]}"
     package = Path(run(env.python, "import tinypkg; print(tinypkg.__file__)")).parent
-    assert (package / "_core.bin").is_symlink()
+    assert (package / "_core.bin").is_symlink() and (package.parent / "tinypkg_ext.bin").is_symlink()
     assert not (package.parent / "csrc").exists()  # only the package's folder is laid out
 
 
@@ -77,7 +78,10 @@ def test_te_here_is_a_skip_not_a_crash(tiny, tmp_path: Path) -> None:
 
 def test_a_build_command_makes_the_environment(tiny, tmp_path: Path) -> None:
     _, shas, _ = tiny
-    build = 'cp -r tinypkg "$TEWATCH_ENV_SITE/" && echo "built at $TEWATCH_COMMIT" > "$TEWATCH_ENV_SITE/tinypkg/_core.bin"'
+    build = (
+        'cp -r tinypkg "$TEWATCH_ENV_SITE/" && echo "built at $TEWATCH_COMMIT" > "$TEWATCH_ENV_SITE/tinypkg/_core.bin"'
+        ' && echo "extension built at $TEWATCH_COMMIT" > "$TEWATCH_ENV_SITE/tinypkg_ext.bin"'
+    )
     env = maker(tiny, tmp_path, build_command=build).make(shas[1])
     assert env.usable and env.strategy == "build"
     assert (

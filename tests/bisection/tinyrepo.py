@@ -1,8 +1,9 @@
 """A package with a git history of its own, a built release of it, and an asv suite that measures it: what
 the bisection tests run on CPU in place of TE, its checkout, a built TE and the suites.
 
-`tinypkg` reads `_core.bin` beside its `__init__.py` at import (the built part, as TE loads its core
-library): an overlay without it cannot import. Each commit sets `ANSWER` (the suite's correctness check
+`tinypkg` reads `_core.bin` beside its `__init__.py` and `tinypkg_ext.bin` beside its folder at import
+(the built parts, as TE loads its core library from its folder and its torch extension, which pip puts
+beside it): an overlay without them cannot import. Each commit sets `ANSWER` (the suite's correctness check
 wants 42) and `SLEEP_S` (what the timed call waits); a broken commit cannot be imported."""
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 INIT = textwrap.dedent("""
     from pathlib import Path
 
-    CORE = (Path(__file__).with_name("_core.bin")).read_text().strip()  # the built part
+    CORE = (Path(__file__).with_name("_core.bin")).read_text().strip()  # the built parts
+    EXTENSION = (Path(__file__).parent.parent / "tinypkg_ext.bin").read_text().strip()
     from tinypkg.ops import answer, work  # noqa: E402
 """)
 
@@ -157,6 +159,7 @@ def make_base(where: Path, repo: Path, release: str) -> str:
     tree = where.parent / "release-tree"
     subprocess.run(f"git -C {repo} archive {release} tinypkg | tar -x -C {site}", shell=True, check=True)
     (site / "tinypkg" / "_core.bin").write_text("core built from " + release + "\n")
+    (site / "tinypkg_ext.bin").write_text("extension built from " + release + "\n")
     shutil.rmtree(tree, ignore_errors=True)
     return python
 

@@ -2,7 +2,8 @@
 
 - overlay: the package's Python files at the commit, laid in a fresh virtual environment over the built
   package of the base interpreter (TE's core library and torch extension of the nearest release): its
-  binaries linked into the overlay, its site folders added after the overlay's own by a `.pth` file.
+  binaries, in its folder and the extension modules named after it beside it, linked into the overlay,
+  its site folders added after the overlay's own by a `.pth` file.
 - build: the commit's whole tree built by a command the user gives, into a fresh virtual environment.
 
 Either is checked by importing the package and a smoke call; an environment that fails the check is
@@ -11,6 +12,7 @@ Either is checked by importing the package and a smoke call; an environment that
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import shutil
@@ -147,14 +149,23 @@ class EnvironmentMaker:
         target = site / self.package
         (staging / source).replace(target)
         shutil.rmtree(staging)
-        for pattern in self.binaries:
-            for built in base.rglob(pattern):
-                if "__pycache__" in built.parts or not built.is_file():
-                    continue
-                linked = target / built.relative_to(base)
-                if not linked.exists():
-                    linked.parent.mkdir(parents=True, exist_ok=True)
-                    linked.symlink_to(built)
+        for built in self._base_binaries(base):
+            linked = target / built.relative_to(base) if built.is_relative_to(base) else site / built.name
+            if not linked.exists():
+                linked.parent.mkdir(parents=True, exist_ok=True)
+                linked.symlink_to(built)
+
+    def _base_binaries(self, base: Path) -> list[Path]:
+        """The base's built files: those in the package's folder (PyPI's TE wheels put both libraries in
+        `transformer_engine/wheel_lib/`), and the extension modules named after the package beside it (a
+        source build of TE puts `transformer_engine_torch.*.so` there)."""
+        inside = [built for pattern in self.binaries for built in base.rglob(pattern)]
+        beside = [
+            built
+            for built in base.parent.glob(f"{self.package}*")
+            if any(fnmatch.fnmatch(built.name, pattern) for pattern in self.binaries)
+        ]
+        return [built for built in inside + beside if built.is_file() and "__pycache__" not in built.parts]
 
     def _build(self, commit: str, folder: Path, python: str, site: Path) -> None:
         source = folder / "src"
