@@ -21,6 +21,17 @@
 #        benchmarks to run (asv --bench; all of the quick profile by default), with CUDA_TESTS=1 the
 #        emulation's CUDA tests first (`cuda_tests`), and with CHECKS_UNTIL=SECONDS the full profile's
 #        general checks after it (`checks`), in chunks, until that many seconds after the plan started.
+#   proofs (kind nvidia-h200): three `tewatch campaign`s side by side on one GPU, each with a store of its own:
+#        the training suite with training-ln-wgrad-last-microbatch and an A/A arm (pull requests 1 and 2),
+#        the kernel and host cases with host-sync-per-call and kernel-split and an A/A arm (3, 4), then the
+#        same cases with host-delay-30us and graph-break-linear against that base (5), all within
+#        PROOFS_UNTIL seconds (1300).
+#   bisect (kind nvidia-h200; started by a second call while `proofs` runs, carry [.te-2.18.0, .te-slice]):
+#        TE 2.18.0 into /opt/te/2.18.0 and an interpreter over it; `tewatch bisect` of the CheckpointParity
+#        flip from TE_GOOD to TE_BAD and a `tewatch backfill` of that range at stride 16, both over
+#        .te-slice/te.git (git clone --bare --depth 99 --branch release_v2.19 of TE) and uploaded to a
+#        `tewatch serve` of their own, whose store comes back as bisect_store/kept.sqlite3.
+#   Several plans may run at once: each logs to plan-NAME.log, and `wait` waits for all.
 #   releases (kind nvidia-h200): the quick profile on each TE release of RELEASES, oldest first, each
 #        installed side by side by scripts/gpu-te-prefix.sh into /opt/te/VERSION and made the interpreter's
 #        by a .pth file for its run (a plan waits up to
@@ -96,6 +107,76 @@ plan_ab() {
   fi
 }
 
+# the kernel and host cases: the host suite, compiled and eager te.Linear, the emulation's quantize (which
+# kernel-split changes) and the CPU offload cases
+KERNEL_BENCH="^(host\\.|offload\\.|linear\\.LinearFwdBwd\\.track_seconds\\('(bf16|fp8-current)', 2, '(eager|default)'\\)"
+KERNEL_BENCH+="|quantize\\.Quantize\\.track_seconds\\('torch-ref', 'nvfp4-row')"
+
+campaign_job() {  # campaign_job NAME SECONDS CAMPAIGN-OPTION...: one campaign with a store of its own
+  local name=$1 seconds=$2
+  shift 2
+  CUDA_VISIBLE_DEVICES=0 job "$name" timeout --signal=INT --kill-after=30 "$seconds" \
+    python3 -m tewatch campaign --profile quick --out "$results/$name" \
+    --db "sqlite:///$PWD/$results/$name.sqlite3" "$@"
+}
+
+plan_proofs() {
+  # side by side on one GPU, judged on what timing noise does not move (trajectories, kernel names and
+  # counts, synchronisations, graph breaks, CPU time): the training suite with its perturbation and an A/A
+  # arm (pull requests 1, 2); the kernel and host cases with a host synchronisation and a kernel split and
+  # an A/A arm (3, 4), then against the same base a host delay and a graph break (5)
+  compile_threads=$(($(nproc) / 4))
+  local until=${PROOFS_UNTIL:-1300}
+  campaign_job training $((until - 60)) --bench '^training\.' --perturb training-ln-wgrad-last-microbatch \
+    --pr 1 --aa --rounds 2 --deadline 60 &
+  sleep 20  # one asv machine file
+  campaign_job kernels $((until - 380)) --bench "$KERNEL_BENCH" --perturb host-sync-per-call,kernel-split \
+    --pr 3 --aa --rounds 2 --deadline $((until - 700))
+  campaign_job kernels_host $((until - SECONDS)) --bench "$KERNEL_BENCH" \
+    --perturb host-delay-30us,graph-break-linear --pr 5 --base-results "$results/kernels/base-results"
+  wait
+}
+
+# TE's main between the merge base of 2.18.0 and release_v2.19, and that branch's head
+TE_GOOD=868d8d9216da361c666519652115e23688db5211
+TE_BAD=b447576330f26e0884909ae054a6f9ad5ec617f2
+
+plan_bisect() {
+  # over TE's history (.te-slice/te.git: a shallow bare clone from TE_GOOD to TE_BAD), each commit's Python
+  # over TE 2.18.0's binaries: the CheckpointParity flip bisected, and a strided backfill of the checks and
+  # contracts, uploaded to a service of its own
+  compile_threads=$(($(nproc) / 4))
+  local base=/opt/base-2.18.0 site store=$results/bisect_store url=http://127.0.0.1:8791 token
+  bash scripts/gpu-te-prefix.sh .te-2.18.0 /opt/te/2.18.0 || return 1
+  python3 -m venv --without-pip "$base"
+  site=$("$base/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  { echo /opt/te/2.18.0
+    python3 -c 'import site; [print(f"import site; site.addsitedir({p!r})") for p in site.getsitepackages()]'
+  } >"$site/te-2.18.0.pth"
+  "$base/bin/python" -c 'import importlib.metadata as m, transformer_engine.pytorch
+print("base: TE", m.version("transformer_engine"))' || return 1
+  mkdir -p "$store" "$results/bisect_te"
+  python3 -m tewatch db upgrade --db "sqlite:///$PWD/$store/tewatch.sqlite3" >/dev/null
+  token=$(python3 -m tewatch token create --name bisect --scope admin --db "sqlite:///$PWD/$store/tewatch.sqlite3" | tail -1)
+  setsid python3 -m tewatch serve --host 127.0.0.1 --port 8791 --db "sqlite:///$PWD/$store/tewatch.sqlite3" \
+    --log-level warning >"$store/serve.log" 2>&1 </dev/null &
+  sleep 10
+  local common=(--repo .te-slice/te.git --profile quick --base-python "$base/bin/python" --url "$url" --token "$token")
+  CUDA_VISIBLE_DEVICES=0 job bisect_te python3 -m tewatch bisect --good "$TE_GOOD" --bad "$TE_BAD" \
+    --bench '^contracts\.CheckpointParity\.' --judge correctness --work /tmp/bisect-work \
+    --state "$results/bisect_te/state.json" --max-minutes "${BISECT_MINUTES:-14}" "${common[@]}" &
+  CUDA_VISIBLE_DEVICES=0 job backfill_te timeout --signal=INT --kill-after=30 "${BACKFILL_SECONDS:-840}" \
+    python3 -m tewatch backfill --from "$TE_GOOD" --to "$TE_BAD" --stride 16 --branch main \
+    --bench '^(contracts\.(CheckpointParity|CpuRoundTrip|ShapeContract)|checks\.(Determinism|NdUpdate))\.' \
+    --work /tmp/backfill-work "${common[@]}" &
+  wait
+  tar czf "$store/work.tar.gz" --exclude=envs -C /tmp bisect-work backfill-work 2>/dev/null
+  python3 -m tewatch detect --branch main --db "sqlite:///$PWD/$store/tewatch.sqlite3" >"$store/detect.log" 2>&1
+  python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.connect(sys.argv[2]))' \
+    "$store/tewatch.sqlite3" "$store/kept.sqlite3"
+  touch "$results/bisect_store.done"
+}
+
 # release -> its commit in TE's repository (the tag; 2.19: release_v2.19's head); none: the version's stand-in
 declare -A RELEASE_COMMIT=([2.18.0]=27486e03cfc1fa41f6932dcecdc47c71c47eac3e
                            [2.19.0]=b447576330f26e0884909ae054a6f9ad5ec617f2)
@@ -148,15 +229,23 @@ pack() {
     fi
   done
   tail -n 5 "$results"/*.log >"$OUT/progress.txt" 2>/dev/null
-  cp "$results/plan.log" "$OUT/plan.log" 2>/dev/null
+  cat "$results"/plan-*.log >"$OUT/plans.log" 2>/dev/null
   true
+}
+
+plans_running() {  # true while a plan that was started has not finished
+  local log
+  for log in "$results"/plan-*.log; do
+    [[ -f $log && ! -f ${log%.log}.finished ]] && return 0
+  done
+  return 1
 }
 
 wait_for_plan() {
   local until=$((SECONDS + budget))
-  while ((SECONDS < until)) && ! [[ -f $results/plan.finished ]]; do sleep 5; done
+  while ((SECONDS < until)) && plans_running; do sleep 5; done
   pack
-  cat "$results/plan.log"
+  cat "$results"/plan-*.log
 }
 
 case $cmd in
@@ -164,14 +253,14 @@ case $cmd in
     source scripts/gpu-env.sh || exit 1
     nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm --format=csv,noheader
     nvidia-smi topo -m
-    [[ $(type -t "plan_$plan_name") == function ]] || { echo "no plan $plan_name (x2, campaign, ab, releases)" >&2; exit 2; }
-    setsid bash -c "source scripts/gpu-session.sh plan-only; plan_$plan_name; touch $results/plan.finished" \
-      >"$results/plan.log" 2>&1 </dev/null &
+    [[ $(type -t "plan_$plan_name") == function ]] || { echo "no plan $plan_name (x2, campaign, ab, releases, proofs, bisect)" >&2; exit 2; }
+    setsid bash -c "source scripts/gpu-session.sh plan-only; plan_$plan_name; touch $results/plan-$plan_name.finished" \
+      >"$results/plan-$plan_name.log" 2>&1 </dev/null &
     budget=$((budget - SECONDS))
     wait_for_plan ;;
   wait)
     export PYTHONPATH=$PWD/service:$PWD/dashboards:$PWD${PYTHONPATH:+:$PYTHONPATH}
     wait_for_plan ;;
   plan-only) ;;  # sourced by the background shell for its functions
-  *) echo "usage: $0 start [SECONDS] [x2|campaign|ab|releases] | wait [SECONDS]" >&2; exit 2 ;;
+  *) echo "usage: $0 start [SECONDS] [x2|campaign|ab|releases|proofs|bisect] | wait [SECONDS]" >&2; exit 2 ;;
 esac

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tewatch.bisect.environments import Environment
 from tewatch.runner.rounds import run_ab
-from tewatch.runner.suite import RunError, RunOptions, run_suite
+from tewatch.runner.suite import RunError, RunOptions, load_asv_config, run_suite
 
 DISCOVER = "import sys; from asv_runner.discovery import _discover; _discover(sys.argv[1:])"
 
@@ -65,7 +65,7 @@ class SuiteRun:
             pattern = re.compile(self.bench)
         except re.error as exc:
             raise SelectionError(f"--bench {self.bench!r} is not a regular expression: {exc}") from exc
-        conf = json.loads((self.project / "asv.conf.json").read_text())
+        conf = load_asv_config(self.project)
         benchmark_dir = (self.project / conf.get("benchmark_dir", "benchmarks")).resolve()
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ASV_PYTHONPATH")}
         with tempfile.TemporaryDirectory() as tmp:

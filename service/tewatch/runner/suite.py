@@ -84,7 +84,7 @@ class RunOutcome:
     written_for_failures: dict[str, int] = field(default_factory=dict)  # records tewatch run wrote or amended
 
 
-def _load_config(project: Path) -> dict[str, Any]:
+def load_asv_config(project: Path) -> dict[str, Any]:
     import json5  # asv's own config parser (the file allows comments)
 
     return json5.loads((project / "asv.conf.json").read_text())
@@ -92,12 +92,12 @@ def _load_config(project: Path) -> dict[str, Any]:
 
 def default_results_dir(project: Path) -> Path:
     """asv.conf.json's results folder."""
-    return project / _load_config(project)["results_dir"]
+    return project / load_asv_config(project)["results_dir"]
 
 
 def _write_config(opts: RunOptions, results_dir: Path) -> Path:
     """asv.conf.json with absolute paths and the chosen results folder, for `asv --config`."""
-    conf = _load_config(opts.project)
+    conf = load_asv_config(opts.project)
     for key in ("repo", "benchmark_dir", "env_dir", "html_dir"):
         if key in conf:
             conf[key] = str((opts.project / conf[key]).resolve())
