@@ -254,6 +254,7 @@ case $cmd in
     nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm --format=csv,noheader
     nvidia-smi topo -m
     [[ $(type -t "plan_$plan_name") == function ]] || { echo "no plan $plan_name (x2, campaign, ab, releases, proofs, bisect)" >&2; exit 2; }
+    : >"$results/plan-$plan_name.log"  # before the plan starts, so that waiting sees it running
     setsid bash -c "source scripts/gpu-session.sh plan-only; plan_$plan_name; touch $results/plan-$plan_name.finished" \
       >"$results/plan-$plan_name.log" 2>&1 </dev/null &
     budget=$((budget - SECONDS))
