@@ -39,8 +39,15 @@ def bytes_equal(a: Any, b: Any) -> bool:
     return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
 
 
+class NoBuffers(ValueError):
+    """Two sides with no buffer at all: a comparison of nothing, which must not pass."""
+
+
 def differing_buffers(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """Names of the buffers that one side lacks or whose bytes differ."""
+    """Names of the buffers that one side lacks or whose bytes differ; NoBuffers when neither side has
+    any."""
+    if not before and not after:
+        raise NoBuffers("no buffers to compare on either side")
     return sorted(
         n
         for n in set(before) | set(after)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from tewatch.bisect.environments import TE_BINARIES, TE_PACKAGE, TE_SMOKE, EnvironmentMaker
-from tewatch.bisect.gitrepo import Repository
+from tewatch.bisect.gitrepo import GitError, Repository
 from tewatch.bisect.judges import JUDGES
 from tewatch.bisect.session import BisectError, Bisector, ask
 from tewatch.bisect.state import State, StateError, Step
@@ -136,6 +136,8 @@ def bisect(
         result = bisector.run()
     except (BisectError, StateError, RunError, ClientError) as exc:
         raise fail(str(exc)) from None
+    except GitError as exc:  # the repository went away or broke mid-run: the state file keeps every step
+        raise fail(f"the repository cannot be read: {exc}") from None
     finally:
         if client:
             client.close()
