@@ -1,5 +1,7 @@
 """Training trajectories from a real, seeded PyTorch loop on CPU, as upload bodies shaped like the training
-suite's (`training.TrainSteps`, docs/records.md): the tests judge real numbers, not typed-in ones.
+suite's (`training.TrainSteps`, docs/records.md): the asv benchmark and its columns as asv stores what
+`track_seconds` returns (one optimizer step's samples), the case record written by the suites' own
+`CaseRecord` with the suite's checks and metrics. The tests judge real numbers, not typed-in ones.
 
 The model is a tiny GPT-style stack (an embedding, two pre-norm transformer blocks, a linear head) trained
 with AdamW on a deterministic token stream made from the seed, with gradient accumulation. `perturb_after`
@@ -10,15 +12,21 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
+import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 import torch
+from asv_runner.statistics import compute_stats
 from torch import nn
 
+from benchmarks.harness import records
+
 VOCAB, HIDDEN, HEADS, LAYERS, SEQ, BATCH = 64, 32, 4, 2, 16, 4
-BENCHMARK = "training.TrainSteps.time_step"
+BENCHMARK = "training.TrainSteps.track_seconds"  # what benchmarks/training.py's Case records
 PARAM_NAMES = ["backend", "recipe", "execution"]
+STATS = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")
 
 
 @dataclass(frozen=True)
@@ -27,7 +35,11 @@ class Trained:
     execution: str
     loss: list[float | None]
     grad_norm: list[float | None]
-    step_seconds: float
+    step_samples: list[float]  # seconds of each optimizer step but the first: the suite times warm steps
+
+    @property
+    def step_seconds(self) -> float:
+        return statistics.median(self.step_samples)
 
 
 class TinyGpt(nn.Module):
@@ -74,8 +86,9 @@ def train(
     norm = model.blocks[0].norm1.weight
     losses: list[float | None] = []
     norms: list[float | None] = []
-    started = datetime.now(UTC)
+    samples: list[float] = []
     for step in range(steps):
+        started = time.perf_counter()
         optimizer.zero_grad()
         total = 0.0
         for micro in range(micro_batches):
@@ -89,49 +102,46 @@ def train(
             norm.grad.mul_(perturb_scale)
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf"))
         optimizer.step()
+        samples.append(time.perf_counter() - started)
         losses.append(_finite(total))
         norms.append(_finite(float(grad_norm)))
-    seconds = (datetime.now(UTC) - started).total_seconds() / steps
-    return Trained(recipe, execution, losses, norms, seconds)
+    return Trained(recipe, execution, losses, norms, samples[1:])
 
 
-def case_record(trained: Trained, steps: int = 12, micro_batches: int = 2) -> dict:
-    finite = [v for v in trained.loss if v is not None]
-    verdict = {"status": "pass", "check": "training"}
-    if len(finite) < len(trained.loss):
-        first_bad = next(i for i, v in enumerate(trained.loss) if v is None) + 1
-        verdict = {"status": "fail_accuracy", "check": "training", "details": {"first_bad_step": first_bad}}
-    return {
-        "schema": "tewatch.case/1",
-        "case": "training.TrainSteps",
-        "params": {"backend": "torch", "recipe": trained.recipe, "execution": trained.execution},
-        "labels": {
-            "backend": "torch",
-            "recipe": trained.recipe,
-            "mode": trained.execution,
-            "op": "training",
-            "execution": trained.execution,
-        },
-        "verdict": verdict,
-        "metrics": {
-            "step_seconds": {"value": trained.step_seconds, "unit": "seconds"},
-            "tokens_per_second": {
-                "value": micro_batches * BATCH * SEQ / trained.step_seconds,
-                "unit": "tokens/s",
-            },
-            "peak_allocated_bytes": {"value": 1048576.0, "unit": "bytes"},
-            "final_loss": {"value": finite[-1] if finite else 0.0, "unit": "loss"},
-        },
-        "trajectory": {
-            "seed": 1234,
-            "steps": steps,
-            "micro_batches": micro_batches,
-            "tokens_per_step": micro_batches * BATCH * SEQ,
-            "loss": trained.loss,
-            "grad_norm": trained.grad_norm,
-            "resumed_from_step": None,
-        },
+def case_record(trained: Trained, steps: int = 12, micro_batches: int = 2) -> records.CaseRecord:
+    """The record benchmarks/training.py writes for the case: its `training` check (NaN or infinite
+    losses fail it), the resume check (passed), the timing's derived metrics and the trajectory."""
+    params = {"backend": "torch", "recipe": trained.recipe, "execution": trained.execution}
+    labels = {**params, "mode": trained.execution, "op": "training"}
+    record = records.CaseRecord(case="training.TrainSteps", params=params, labels=labels)
+    bad = [step for step, v in enumerate(trained.loss, start=1) if v is None]
+    record.add(
+        records.Check(
+            check="training",
+            status="fail_accuracy" if bad else "pass",
+            metric="non_finite_steps",
+            value=float(len(bad)),
+            tolerance=0.0,
+            details={"first_bad_step": bad[0]} if bad else None,
+        )
+    )
+    record.add(records.compare("resume_vs_uninterrupted", "max_abs_loss_diff", 0.0, 0.0))
+    if trained.loss and trained.loss[-1] is not None:
+        record.metric("final_loss", trained.loss[-1], "loss")
+    tokens = micro_batches * BATCH * SEQ
+    record.metric("step_seconds", trained.step_seconds, "seconds")
+    record.metric("tokens_per_second", tokens / trained.step_seconds, "tokens/s")
+    record.metric("peak_allocated_bytes", 1048576.0, "bytes")  # as on a GPU: the CPU records none
+    record.trajectory = {
+        "seed": 1234,
+        "steps": steps,
+        "micro_batches": micro_batches,
+        "tokens_per_step": tokens,
+        "loss": trained.loss,
+        "grad_norm": trained.grad_norm,
+        "resumed_from_step": None,
     }
+    return record
 
 
 def upload_parts(runs: list[Trained], sha: str, when: datetime) -> dict[str, list[tuple[str, bytes]]]:
@@ -140,23 +150,39 @@ def upload_parts(runs: list[Trained], sha: str, when: datetime) -> dict[str, lis
     recipes = sorted({r.recipe for r in runs})
     executions = sorted({r.execution for r in runs})
     by_case = {(r.recipe, r.execution): r for r in runs}
-    values = [
-        by_case[(recipe, execution)].step_seconds if (recipe, execution) in by_case else math.nan
-        for recipe in recipes
-        for execution in executions
-    ]
+    combos = [by_case.get((recipe, execution)) for recipe in recipes for execution in executions]
+    # what asv stores of the samples `track_seconds` returns: the median and asv_runner's statistics
+    stats = [compute_stats(r.step_samples, 1) if r else (None, None) for r in combos]
     params = [["'torch'"], [repr(r) for r in recipes], [repr(e) for e in executions]]
     env = "existing-py_venv_bin_python3"
+    at = int(when.timestamp() * 1000)
+    row = [
+        [value if value is not None else math.nan for value, _ in stats],
+        params,
+        "v1",
+        at,
+        1.0,
+        *([s[key] if s else None for _, s in stats] for key in STATS),
+        [r.step_samples if r else None for r in combos],
+    ]
     result = {
         "commit_hash": sha,
         "env_name": env,
-        "date": int(when.timestamp() * 1000),
+        "date": at,
         "params": {"machine": "train-cpu", "cpu": "cpu", "os": "Linux", "ram": "1", "python": "3.11"},
         "python": "3.11",
         "requirements": {},
         "env_vars": {},
-        "result_columns": ["result", "params", "version", "started_at", "duration"],
-        "results": {BENCHMARK: [values, params, "v1", int(when.timestamp() * 1000), 1.0]},
+        "result_columns": [
+            "result",
+            "params",
+            "version",
+            "started_at",
+            "duration",
+            *(f"stats_{key}" for key in STATS),
+            "samples",
+        ],
+        "results": {BENCHMARK: row},
         "durations": {},
         "version": 2,
     }
@@ -165,7 +191,7 @@ def upload_parts(runs: list[Trained], sha: str, when: datetime) -> dict[str, lis
             "name": BENCHMARK,
             "param_names": PARAM_NAMES,
             "params": params,
-            "type": "time",
+            "type": "track",
             "unit": "seconds",
             "version": "v1",
         },
@@ -180,10 +206,8 @@ def upload_parts(runs: list[Trained], sha: str, when: datetime) -> dict[str, lis
         "gpu_model": "cpu",
     }
     run = {"schema": "tewatch.run/1", "profile": "ci", "versions": {"torch": torch.__version__, "te": None}}
-    cases = [
-        (f"training.TrainSteps-{r.recipe}-{r.execution}.json", json.dumps(case_record(r)).encode())
-        for r in runs
-    ]
+    records_of = [case_record(r) for r in runs]
+    cases = [(f"{c.case_id}.json", json.dumps(c.to_json(), allow_nan=False).encode()) for c in records_of]
     return {
         "result": [(f"{sha[:8]}-{env}.json", json.dumps(result).encode())],
         "machine": [("machine.json", json.dumps(machine).encode())],

@@ -41,6 +41,7 @@ def css_class(state: str | None) -> str:
         "unsupported": "st-unsupported",
         "regression": "st-regression",
         "improvement": "st-improvement",
+        "suspect": "st-note",  # a speed-up the report does not believe
         "inconclusive": "st-neutral",
         "unchanged": "st-pass",
         "equal": "st-pass",  # a training trajectory against its reference

@@ -59,11 +59,29 @@ def test_a_speed_up_that_drops_a_kernel_is_suspect_not_an_improvement():
     assert taken == {10}
 
 
-def test_a_speed_up_beyond_the_bytes_moved_ceiling_is_suspect():
-    evidence = KernelEvidence({1: CaseKernels("gemm.Gemm(case=1)", BASE, [BASE], share_of_ceiling=1.3)})
-    rows, taken = kernel_findings(evidence, [changed(10, 1, "track_seconds", "improvement", 350e-6, 200e-6)])
-    assert [(r.what, r.description) for r in rows] == [
-        ("suspect speed-up", "faster, but 1.30 of the bytes-moved ceiling")
+def test_a_speed_up_beyond_the_bytes_moved_ceiling_is_suspect_with_or_without_a_kernel_table():
+    for cases in ({1: CaseKernels("gemm.Gemm(case=1)", BASE, [BASE])}, {}):
+        evidence = KernelEvidence(cases, share_of_ceiling={1: 1.3})
+        rows, taken = kernel_findings(
+            evidence, [changed(10, 1, "track_seconds", "improvement", 350e-6, 200e-6)]
+        )
+        assert [(r.what, r.description) for r in rows] == [
+            ("suspect speed-up", "faster, but 1.30 of the bytes-moved ceiling")
+        ]
+        assert taken == {10}
+
+
+def test_a_speed_up_whose_timed_output_was_wrong_is_suspect_and_a_slowdown_is_not():
+    evidence = KernelEvidence(wrong_output={1})
+    rows, taken = kernel_findings(
+        evidence,
+        [
+            changed(10, 1, "track_seconds", "improvement", 350e-6, 20e-6),
+            changed(11, 2, "track_seconds", "improvement", 350e-6, 300e-6),
+        ],
+    )
+    assert [(r.series_id, r.verdict, r.description) for r in rows] == [
+        (10, "suspect", "faster, but its timed output was wrong")
     ]
     assert taken == {10}
 

@@ -1,6 +1,7 @@
 """The overlay of a training case's loss on its reference's, in Chromium against a real `tewatch serve`:
 the case page shows the verdict and the SVG (head against base for a pull request's run, the recipe against
-bf16 eager otherwise), the pull request's page links it. Screenshots go to docs/screenshots/training/."""
+bf16 eager otherwise), the pull request's page links it and its headline counts the divergences.
+Screenshots go to docs/screenshots/training/."""
 
 from __future__ import annotations
 
@@ -73,6 +74,9 @@ def test_the_pull_requests_page_lists_the_training_cases_linking_their_overlay(s
     link = section.locator(f"a[href='/case/{cases[('fp32', 'eager')]}?run={ids['head']}#training']")
     assert link.count() == 1
     assert re.search(r"parts from the base at step 6", section.text_content())
+    # the headline says so: fp32 eager against the base, the head's compiled against its eager
+    assert page.inner_text("#pr-divergences-count") == "2 training cases diverging"
+    assert page.query_selector("[data-role=nothing-changed]") is None
     assert not page.problems
     _shot(page, "pr-training-section")
     link.click()

@@ -1,6 +1,7 @@
 """Training trajectories through the pipeline (SQLite and PostgreSQL): uploads of a real PyTorch loop's
 trajectories on main learn the band from identical code; a trajectory that parts from its reference opens a
-correctness alert naming the step; a pull request's report gets a Training section with head against base."""
+correctness alert naming the step; a pull request's report gets a Training section with head against base,
+and its headline, comment and commit status say that training diverged."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tests.training.conftest import upload_history
+from tests.training.conftest import PR_NUMBER, upload_history
+from tewatch.findings.headline import headline
+from tewatch.github.report import commit_state, parse_report
 from tewatch.pipeline.pr_report import stored_pr_report
 from tewatch.store.engine.database import make_engine
+from tewatch.store.schema.alert_models import WebhookEvent
 from tewatch.store.schema.models import Run
 
 
@@ -61,3 +65,20 @@ def test_the_report_of_a_pull_request_has_a_training_row_per_case_head_against_b
     assert rows[("fp32", "compiled")].base_verdict == "equal"
     assert rows[("bf16", "eager")].verdict == "" and rows[("bf16", "eager")].base_verdict == "equal"
     assert report.links.pr.endswith("/pr/35")
+
+
+def test_the_pr_reports_headline_comment_and_status_say_training_diverged(api, uploaded):
+    engine = make_engine(api.db_url)
+    try:
+        with Session(engine) as session:
+            bodies = session.scalars(select(WebhookEvent.body).where(WebhookEvent.type == "pr.report")).all()
+    finally:
+        engine.dispose()
+    [event] = [e for e in map(parse_report, bodies) if e.report.pr_number == PR_NUMBER]
+    said = headline(event.report)
+    assert said.count("divergences") == 2 and not said.quiet
+    assert "2 training cases diverging" in said.text
+    assert f"**{said.text}**" in event.report.markdown
+    assert "no timing change beyond the minimum effect" not in event.report.markdown
+    state, description = commit_state(event)
+    assert state == "failure" and "2 training cases diverging" in description

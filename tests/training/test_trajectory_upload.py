@@ -41,12 +41,23 @@ def test_a_trajectory_is_served_whole_as_uploaded(api, trained):
             b["name"]: b
             for b in client.get("/api/v1/benchmarks", params={"case": "training.TrainSteps"}).json()
         }
-    throughput, step = (
+        results = client.get(f"/api/v1/runs/{run_id}/results", params={"limit": 100}).json()["items"]
+    [timed] = [
+        r
+        for r in results
+        if r["benchmark"] == "training.TrainSteps.track_seconds" and r["case_id"] == by_recipe["bf16"]
+    ]
+    # asv's median of the warm steps `track_seconds` returned, every one of them kept, and the verdict
+    assert timed["samples"] == trained["bf16-eager"].step_samples and timed["repeat"] == 11
+    assert timed["value"] == pytest.approx(trained["bf16-eager"].step_seconds) and timed["verdict"] == "pass"
+    throughput, step, timed = (
         benchmarks["training.TrainSteps.tokens_per_second"],
         benchmarks["training.TrainSteps.step_seconds"],
+        benchmarks["training.TrainSteps.track_seconds"],
     )
     assert (throughput["unit"], throughput["higher_is_better"]) == ("tokens/s", True)
     assert (step["unit"], step["higher_is_better"]) == ("seconds", False)
+    assert (timed["unit"], timed["higher_is_better"]) == ("seconds", False)
     assert served.status_code == 200
     body = served.json()
     assert body["loss"] == trained["bf16-eager"].loss and body["grad_norm"] == trained["bf16-eager"].grad_norm

@@ -8,13 +8,14 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
+from tewatch.findings.headline import combined, headline
 from tewatch.findings.pr_report import SECTIONS
 from tewatch.store.schema.limits import INT32_MAX
 from tewatch.web.params import PathInt
 from tewatch_dashboards.deps import get_session
 from tewatch_dashboards.routes.common import error_page, render, whole_number
 from tewatch_dashboards.security import SecureHeadersRoute
-from tewatch_dashboards.views.pr import PR_SORTS, base_runs, pr_reports, pr_verdicts
+from tewatch_dashboards.views.pr import PR_SORTS, base_runs, pr_reports, pr_verdicts, suspect_series
 from tewatch_dashboards.views.runs import pr_runs
 
 router = APIRouter(route_class=SecureHeadersRoute)
@@ -43,10 +44,8 @@ def pr_page(
     verdicts = pr_verdicts(session, number, sort)
     if not runs and not verdicts:
         return error_page(request, 404, f"Nothing has been uploaded for pull request #{number}.")
-    counts: dict[str, int] = {}
-    for v in verdicts:
-        counts[v.comparison.verdict] = counts.get(v.comparison.verdict, 0) + 1
     reports = pr_reports(session, runs)
+    headlines = [headline(report) for report in reports]
     return render(
         request,
         "pr.html",
@@ -55,9 +54,11 @@ def pr_page(
         number=number,
         runs=runs,
         verdicts=verdicts,
-        counts=counts,
         sort=sort,
         reports=reports,
+        headlines=headlines,
+        page_headline=combined(headlines),
+        suspects=suspect_series(reports),
         sections=SECTIONS,
         base_runs=base_runs(session.connection(), reports),
     )

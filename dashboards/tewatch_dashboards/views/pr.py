@@ -76,3 +76,14 @@ def base_runs(conn: Connection, reports: Sequence[PrReport]) -> list[RunRow]:
     """The merge base's runs the reports compare against, newest first."""
     ids = sorted({run_id for report in reports for run_id in report.base_run_ids}, reverse=True)
     return with_counts(conn, [row for row in (run_row(conn, i) for i in ids) if row is not None])
+
+
+def suspect_series(reports: Sequence[PrReport]) -> set[int]:
+    """The series whose speed-up the reports call suspect: their verdict is shown as such, not as an
+    improvement."""
+    return {
+        row.series_id
+        for report in reports
+        for row in report.kernels
+        if row.what == "suspect speed-up" and row.series_id is not None
+    }

@@ -1,6 +1,7 @@
 """The `pr.report` Markdown body, ready to post as a PR comment: the report's sections of what the pull
-request changed, in their order (tewatch.findings.pr_report.SECTIONS: correctness first, then the cases
-it fixes, the largest regressions with effect and interval, improvements), with links to the dashboard.
+request changed under its headline (tewatch.findings.headline), in their order
+(tewatch.findings.pr_report.SECTIONS: correctness first, then the cases it fixes, the largest regressions
+with effect and interval, improvements), with links to the dashboard.
 
 Everything in it that came from an upload (benchmark names, params, error text from PR code, GPU models)
 is inert (markdown_text): it cannot break the table, inject HTML, or mention, reference or link anything.
@@ -9,15 +10,12 @@ is inert (markdown_text): it cannot break the table, inject HTML, or mention, re
 from __future__ import annotations
 
 from tewatch.alerts.markdown_text import code, escape_cell
-from tewatch.findings.pr_report import SECTIONS, PrReport
+from tewatch.findings.headline import headline
+from tewatch.findings.pr_report import FIXED, SECTIONS, PrReport
 from tewatch.findings.table import Cell, Section
 
 MAX_ROWS = 10
 MESSAGE_CHARS = 160
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def format_value(value: float, unit: str) -> str:
@@ -86,27 +84,7 @@ def _no_base_runs(report: PrReport) -> list[str]:
 
 def render_pr_report(report: PrReport) -> str:
     base_url = report.public_url.rstrip("/")
-    counts = report.case_counts or report.counts
-    noun = "case" if report.case_counts else "comparison"
-    parts = [
-        plural(len(report.correctness), "correctness failure"),
-        *([f"{len(report.fixed)} fixed"] if report.fixed else []),
-        plural(counts.get("regression", 0), "regression"),
-        plural(counts.get("improvement", 0), "improvement"),
-        f"{counts.get('unchanged', 0)} unchanged",
-        f"{counts.get('inconclusive', 0)} inconclusive",
-    ]
-    if counts.get("unstable"):
-        parts.append(f"{counts['unstable']} unstable")
-    if report.memory_failures:
-        parts.append(plural(report.memory_failures, "leaking case"))
-    if report.numerics_drift:
-        parts.append(plural(report.numerics_drift, "error metric") + " drifting")
-    if report.kernel_changes:
-        parts.append(plural(report.kernel_changes, "kernel-set change"))
-    if report.training_divergences:
-        parts.append(plural(report.training_divergences, "training case") + " diverging")
-    summary = " · ".join(parts)
+    said = headline(report)
     measured = (
         f"{report.rounds} interleaved A/B rounds on one runner" if report.rounds else "one run per side"
     )
@@ -115,7 +93,7 @@ def render_pr_report(report: PrReport) -> str:
         "",
         f"Head {code(report.head_sha[:12])} against merge base {code(report.base_sha[:12])} ({measured}).",
         "",
-        f"**{summary}** ({noun}s)",
+        f"**{said.text}** ({said.noun})",
         "",
     ]
     if not report.base_has_runs:
@@ -123,8 +101,8 @@ def render_pr_report(report: PrReport) -> str:
     for section in SECTIONS:
         if section.changed and report.rows(section):
             lines += _section(report, section, base_url)
-    if report.base_has_runs and not (report.correctness or report.regressions or report.improvements):
-        new = "new " if report.fixed else ""
+    if report.base_has_runs and said.quiet:
+        new = "new " if said.count(FIXED.key) else ""
         lines += [f"No {new}correctness failure and no timing change beyond the minimum effect.", ""]
     lines += [
         f"[This PR on the dashboard]({report.links.pr}) · [Open alerts]({report.links.alerts})",

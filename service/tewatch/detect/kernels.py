@@ -19,8 +19,9 @@ times, so a single pair of tables decides, as bytes do (tewatch.detect.memory):
 - `attribute`: given a case's time change and both tables, the kernels whose device time moved with it,
   largest first, until they account for ATTRIBUTED_SHARE of it (at most MAX_ATTRIBUTED):
   "nvte_quantize_kernel +38 us of +41 us".
-- `suspect_speedup`: a speed-up that also changes the kernel list, or whose throughput beats the
-  bytes-moved floor (share of the measured ceiling above 1), is suspect, not an improvement.
+- `suspect_speedup`: a speed-up that also changes the kernel list, whose throughput beats the
+  bytes-moved floor (share of the measured ceiling above 1), or whose timed calls' output was wrong (the
+  case's `timed_output` check failed: a call that skips its work), is suspect, not an improvement.
 """
 
 from __future__ import annotations
@@ -217,9 +218,13 @@ def attribute(
     return Attribution(change, tuple(chosen), sum(moves.values()))
 
 
-def suspect_speedup(kernel_set_changed: bool, share_of_ceiling: float | None) -> str | None:
+def suspect_speedup(
+    kernel_set_changed: bool, share_of_ceiling: float | None, output_wrong: bool = False
+) -> str | None:
     """Why a speed-up is suspect rather than an improvement, or None."""
     reasons = []
+    if output_wrong:
+        reasons.append("its timed output was wrong")
     if kernel_set_changed:
         reasons.append("the kernel list changed")
     if share_of_ceiling is not None and share_of_ceiling > CEILING:

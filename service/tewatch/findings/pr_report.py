@@ -3,11 +3,15 @@ is this model dumped (its JSON schema generated from it, docs/pr-report.md), and
 GitHub's commit status and the `/pr/{n}` page render it.
 
 A section is a list field of rows on `PrReport` and its entry in SECTIONS; each row type says its cells
-(tewatch.findings.table), so the Markdown and the page render a new section without knowing it."""
+(tewatch.findings.table), so the Markdown and the page render a new section without knowing it, and what
+it counts for in the headline (`Row.finding`: a failure, a note or nothing; tewatch.findings.headline), so
+no section's failure goes unsaid."""
 
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -19,11 +23,42 @@ KERNEL_SET_FINDINGS = ("kernel set", "graph breaks")
 KernelWhat = Literal["kernel set", "graph breaks", "compile time", "attribution", "suspect speed-up"]
 
 
-class Row(BaseModel):
+@dataclass(frozen=True)
+class Finding:
+    """What a row of a section the pull request changed counts for in the report's headline. `failure`:
+    the pull request breaks something, and the commit status fails; `note`: the headline says so, the
+    status does not fail. `key` names the count (one per kind), `one` and `many` how the headline words it."""
+
+    key: str
+    weight: Literal["failure", "note"]
+    one: str
+    many: str
+
+
+NEW_FAILURE = Finding("new-failures", "failure", "correctness failure", "correctness failures")
+FIXED = Finding("fixed", "note", "fixed", "fixed")
+LEAK = Finding("leaks", "failure", "leaking case", "leaking cases")
+DRIFT = Finding("drift", "note", "error metric drifting", "error metrics drifting")
+KERNEL_SET = Finding("kernel-sets", "note", "kernel-set change", "kernel-set changes")
+NEW_GRAPH_BREAKS = Finding(
+    "graph-breaks", "failure", "case with new graph breaks", "cases with new graph breaks"
+)
+DIVERGED = Finding("divergences", "failure", "training case diverging", "training cases diverging")
+INCOMPARABLE = Finding(
+    "incomparable", "note", "training case not comparable", "training cases not comparable"
+)
+
+
+class Row(BaseModel, ABC):
     model_config = ConfigDict(frozen=True)
 
-    def cells(self, pr_number: int) -> tuple[Cell, ...]:
-        raise NotImplementedError
+    @abstractmethod
+    def cells(self, pr_number: int) -> tuple[Cell, ...]: ...
+
+    @abstractmethod
+    def finding(self) -> Finding | None:
+        """What the row counts for in the headline where its section is one the pull request changed;
+        None: the section shows it and the headline does not count it."""
 
 
 def _failure_cells(
@@ -50,6 +85,10 @@ class CaseFailure(Row):
 
     def cells(self, pr_number: int) -> tuple[Cell, ...]:
         return _failure_cells(self.case, self.case_id, self.previous, self.status, self.detail)
+
+    def finding(self) -> Finding:
+        """A NaN or infinite loss and a failed graph capture are failing verdicts too (docs/records.md)."""
+        return NEW_FAILURE
 
 
 class CaseFixed(Row):
@@ -79,6 +118,9 @@ class CaseFixed(Row):
     def cells(self, pr_number: int) -> tuple[Cell, ...]:
         return _failure_cells(self.case, self.case_id, self.previous, self.status, self.previous_detail)
 
+    def finding(self) -> Finding:
+        return FIXED
+
 
 class TimingChange(Row):
     """A series whose samples moved beyond the minimum effect, significantly after FDR control."""
@@ -101,6 +143,10 @@ class TimingChange(Row):
             Cell("change", numbers=(self.effect,)),
             Cell("interval", numbers=(self.ci_low, self.ci_high)),
         )
+
+    def finding(self) -> None:
+        """Timings are counted by case, in `case_counts` (regression, improvement, suspect, ...)."""
+        return None
 
 
 def _series_link(series_id: int | None, pr_number: int) -> str | None:
@@ -142,6 +188,10 @@ class MemoryChange(Row):
             Cell("status", "leak" if self.leak else self.verdict),
         )
 
+    def finding(self) -> Finding | None:
+        """A leak fails the case's memory check; more or fewer bytes alone are reported, not counted."""
+        return LEAK if self.leak else None
+
 
 class NumericsChange(Row):
     """An error metric (max-abs, rel-L2, SQNR against a reference) the head moved beyond what identical
@@ -167,6 +217,11 @@ class NumericsChange(Row):
             Cell("status", self.verdict),
         )
 
+    def finding(self) -> Finding | None:
+        """Drift is beyond the noise of identical code yet within the case's tolerance (beyond it, the
+        case's verdict fails): a note."""
+        return DRIFT if self.verdict == "drift" else None
+
 
 class KernelFinding(Row):
     """What a case call runs, compared (tewatch.detect.kernels, docs/kernels.md): a kernel-set change, a
@@ -182,8 +237,8 @@ class KernelFinding(Row):
     )
     change: float | None = Field(None, description="relative change of the timing it concerns, if one")
     verdict: str = Field(
-        description="changed (kernel set, graph breaks), regression or improvement (compile time, and "
-        "the timing an attribution explains), suspect"
+        description="changed (kernel set), regression or improvement (graph breaks: more or fewer; compile "
+        "time; the timing an attribution explains), suspect"
     )
 
     def cells(self, pr_number: int) -> tuple[Cell, ...]:
@@ -197,6 +252,16 @@ class KernelFinding(Row):
             Cell("change", numbers=(self.change,)),
             Cell("status", self.verdict),
         )
+
+    def finding(self) -> Finding | None:
+        """A new graph break fails; a changed kernel set is a note (a pull request may mean to change its
+        kernels, and a speed-up that comes with it is suspect). Suspect speed-ups are counted with the
+        timings (`case_counts`' suspect); compile times too, attributions explain them."""
+        if self.what == "kernel set":
+            return KERNEL_SET
+        if self.what == "graph breaks" and self.verdict == "regression":
+            return NEW_GRAPH_BREAKS
+        return None
 
 
 class TrainingCase(Row):
@@ -243,6 +308,11 @@ class TrainingCase(Row):
             Cell("detail", self.base_description or "not on the base"),
             Cell("status", self.base_verdict) if self.base_verdict else Cell("detail", "—"),
         )
+
+    def finding(self) -> Finding | None:
+        if self.diverged:
+            return DIVERGED
+        return INCOMPARABLE if "incomparable" in (self.verdict, self.base_verdict) else None
 
 
 FAILURE_COLUMNS = ("case", "base", "head", "detail")
@@ -333,10 +403,15 @@ class PrReport(BaseModel):
         "or GPU model, and every timing is inconclusive"
     )
     rounds: int | None = Field(None, description="A/B rounds paired, where both sides were measured so")
-    counts: dict[str, int] = Field(default_factory=dict, description="verdict -> number of series compared")
+    counts: dict[str, int] = Field(
+        default_factory=dict,
+        description="verdict -> number of series compared; `suspect`: a speed-up the Kernels section "
+        "reports as suspect, never counted as an improvement",
+    )
     case_counts: dict[str, int] = Field(
         default_factory=dict,
-        description="verdict -> cases (a case's timings: any significant one decides, else its steadier one)",
+        description="verdict -> cases (a case's timings: a regression, else a suspect speed-up, else an "
+        "improvement decides, else its steadier timing)",
     )
     correctness: list[CaseFailure] = Field(default_factory=list, description="new correctness failures")
     fixed: list[CaseFixed] = Field(default_factory=list)

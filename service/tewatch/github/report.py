@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from tewatch.findings.pr_report import PrReportPayload
+from tewatch.findings.headline import REGRESSION, headline
+from tewatch.findings.pr_report import NEW_FAILURE, PrReportPayload
 
 DESCRIPTION_CHARS = 140  # GitHub refuses longer commit status descriptions
 
@@ -40,10 +41,6 @@ class PrReportEvent:
     created_at: str
     report: PrReportPayload
 
-    def cases(self, verdict: str) -> int:
-        """Cases of this verdict (comparisons, in a report that counted no cases)."""
-        return (self.report.case_counts or self.report.counts).get(verdict, 0)
-
 
 def parse_report(body: bytes | str) -> PrReportEvent:
     try:
@@ -55,32 +52,22 @@ def parse_report(body: bytes | str) -> PrReportEvent:
     return PrReportEvent(envelope.id, envelope.created_at, envelope.data)
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def commit_state(event: PrReportEvent) -> tuple[Literal["success", "failure"], str]:
-    """failure when the head brings a new correctness failure, a regression, a leak (a failed memory
-    check) or a diverging training trajectory, success otherwise."""
-    failures, regressions, improvements = (
-        event.report.correctness_failures,
-        event.cases("regression"),
-        event.cases("improvement"),
-    )
-    leaks, divergences = event.report.memory_failures, event.report.training_divergences
-    if failures or regressions or leaks or divergences:
+    """failure when the headline counts a failure (tewatch.findings.headline: a new correctness failure, a
+    regression, a leak, a diverging training case, new graph breaks), success otherwise; the description
+    words the failures, else the headline's other findings."""
+    said = headline(event.report)
+    if said.failed:
+        new, regressions = said.count(NEW_FAILURE.key), said.count(REGRESSION.key)
         description = (
-            f"{_count(failures, 'new correctness failure')}, "
-            f"{_count(regressions, 'regression')} against the merge base"
+            f"{new} new correctness failure{'' if new == 1 else 's'}, "
+            f"{regressions} regression{'' if regressions == 1 else 's'} against the merge base"
         )
-        if leaks:
-            description += f"; {_count(leaks, 'leaking case')}"
-        if divergences:
-            description += f"; {_count(divergences, 'diverging training case')}"
+        others = [p.text for p in said.failures if p.key not in (NEW_FAILURE.key, REGRESSION.key)]
+        description = "; ".join([description, *others])
         return "failure", description[:DESCRIPTION_CHARS]
-    description = "no new correctness failure or regression"
-    if improvements:
-        description += f"; {_count(improvements, 'improvement')}"
+    found = ", ".join(p.text for p in said.parts if p.count and p.tone in ("good", "note"))
+    description = "no new correctness failure or regression" + (f"; {found}" if found else "")
     return "success", description[:DESCRIPTION_CHARS]
 
 

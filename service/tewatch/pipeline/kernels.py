@@ -1,7 +1,8 @@
 """A pull request's kernels against its merge base's, judged by tewatch.detect.kernels (docs/kernels.md):
 the Kernels section of its report. Reads each case's kernel table and graph break count in the head and
-base runs and the head's share of the bytes-moved ceiling; given the timings the comparer found changed,
-attributes them to kernels, reports compile time, and sets apart the speed-ups that are suspect."""
+base runs, the head's share of the bytes-moved ceiling and its cases whose timed output was wrong; given
+the timings the comparer found changed, attributes them to kernels, reports compile time, and sets apart
+the speed-ups that are suspect."""
 
 from __future__ import annotations
 
@@ -21,14 +22,16 @@ from tewatch.detect.kernels import (
     suspect_speedup,
 )
 from tewatch.findings.pr_report import KernelFinding, KernelWhat, TimingChange
+from tewatch.pipeline.correctness import FAILING
 from tewatch.pipeline.history import SeriesInfo
 from tewatch.pipeline.labels import case_label
 from tewatch.store.reads.kernel_reads import KernelTableRow, run_kernel_tables
-from tewatch.store.schema.models import Benchmark, Case, Result, ResultStatus, Series
+from tewatch.store.schema.models import Benchmark, Case, Result, ResultStatus, Series, Verdict
 
 GRAPH_BREAKS = "graph_breaks"
 SHARE_OF_CEILING = "share_of_ceiling"
 COMPILE_SECONDS = "compile_seconds"
+TIMED_OUTPUT = "timed_output"  # the check that the timed calls' output is right (docs/records.md)
 # timings of the host or the compiler: kernels do not explain them
 NOT_ATTRIBUTED = (COMPILE_SECONDS, "cpu_seconds", "host_overhead_seconds")
 REGRESSION, IMPROVEMENT = "regression", "improvement"
@@ -53,7 +56,6 @@ class CaseKernels:
     label: str
     head: KernelTable
     base: list[KernelTable] = field(default_factory=list)
-    share_of_ceiling: float | None = None
 
     def changes(self) -> list[KernelSetChange]:
         if not self.base:
@@ -63,9 +65,12 @@ class CaseKernels:
 
 @dataclass
 class KernelEvidence:
-    """Head case id -> its kernels; what the report's Kernels section is made of besides the timings."""
+    """Head case id -> its kernels, the head's share of the bytes-moved ceiling per case, and the head's
+    cases whose timed output was wrong: what the report's Kernels section is made of besides the timings."""
 
     cases: dict[int, CaseKernels] = field(default_factory=dict)
+    share_of_ceiling: dict[int, float] = field(default_factory=dict)
+    wrong_output: set[int] = field(default_factory=set)
 
 
 def metric_values(session: Session, run_ids: Sequence[int], metric: str) -> dict[tuple[int, int], float]:
@@ -96,16 +101,27 @@ def _head_cases(session: Session, base_case_ids: set[int], head_case_ids: set[in
     return {c: c if c in head_case_ids else head_by_key.get(keys.get(c, ""), -1) for c in base_case_ids}
 
 
+def wrong_output_cases(session: Session, run_id: int) -> set[int]:
+    """The run's cases whose verdict is a failed `timed_output` check: the timed calls' output was wrong."""
+    query = select(Verdict.case_id).where(
+        Verdict.run_id == run_id, Verdict.check == TIMED_OUTPUT, Verdict.status.in_(FAILING)
+    )
+    return set(session.scalars(query))
+
+
 def kernel_evidence(session: Session, head_run_id: int, base_run_ids: Sequence[int]) -> KernelEvidence:
+    ceilings = {case: v for (_, case), v in metric_values(session, [head_run_id], SHARE_OF_CEILING).items()}
+    evidence = KernelEvidence(
+        share_of_ceiling=ceilings, wrong_output=wrong_output_cases(session, head_run_id)
+    )
     conn = session.connection()
     runs = [head_run_id, *base_run_ids]
     tables = run_kernel_tables(conn, runs)
     breaks = metric_values(session, runs, GRAPH_BREAKS)
-    ceilings = metric_values(session, [head_run_id], SHARE_OF_CEILING)
     head_tables = {t.case_id: t for t in tables if t.run_id == head_run_id}
     head_cases = set(head_tables) | {c for r, c in breaks if r == head_run_id}
     if not head_cases:
-        return KernelEvidence()
+        return evidence
     base_cases = {t.case_id for t in tables if t.run_id != head_run_id} | {
         c for r, c in breaks if r != head_run_id
     }
@@ -113,12 +129,10 @@ def kernel_evidence(session: Session, head_run_id: int, base_run_ids: Sequence[i
     labels = {
         case.id: case_label(case) for case in session.scalars(select(Case).where(Case.id.in_(head_cases)))
     }
-    evidence = KernelEvidence()
     for case_id in sorted(head_cases):
         evidence.cases[case_id] = CaseKernels(
             labels.get(case_id, str(case_id)),
             kernel_table(head_tables.get(case_id), breaks.get((head_run_id, case_id))),
-            share_of_ceiling=ceilings.get((head_run_id, case_id)),
         )
     base_tables = {(t.run_id, t.case_id): t for t in tables if t.run_id != head_run_id}
     for run_id in base_run_ids:
@@ -155,16 +169,20 @@ def _set_rows(evidence: KernelEvidence) -> tuple[list[KernelFinding], set[int]]:
             changed.add(case_id)
             sets.append(_case_row(case_id, case, "kernel set", "; ".join(c.describe() for c in kernels)))
         breaks += [
-            _case_row(case_id, case, "graph breaks", c.describe())
+            _case_row(
+                case_id, case, "graph breaks", c.describe(), REGRESSION if c.head > c.base else IMPROVEMENT
+            )
             for c in found
             if c.kind.value == GRAPH_BREAKS
         ]
     return sets + breaks, changed
 
 
-def _case_row(case_id: int, case: CaseKernels, what: KernelWhat, description: str) -> KernelFinding:
+def _case_row(
+    case_id: int, case: CaseKernels, what: KernelWhat, description: str, verdict: str = "changed"
+) -> KernelFinding:
     return KernelFinding(
-        benchmark=case.label, case_id=case_id, what=what, description=description, verdict="changed"
+        benchmark=case.label, case_id=case_id, what=what, description=description, verdict=verdict
     )
 
 
@@ -187,8 +205,9 @@ def kernel_findings(
             compile_rows.append(_timing_row(found, "compile time", text, found.verdict))
             continue
         if found.verdict == IMPROVEMENT and info.case_id is not None:
-            ceiling = case.share_of_ceiling if case else None
-            reason = suspect_speedup(info.case_id in list_changed, ceiling)
+            ceiling = evidence.share_of_ceiling.get(info.case_id)
+            wrong = info.case_id in evidence.wrong_output
+            reason = suspect_speedup(info.case_id in list_changed, ceiling, wrong)
             if reason:
                 taken.add(found.series_id)
                 suspects.append(_timing_row(found, "suspect speed-up", f"faster, but {reason}", "suspect"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -39,7 +39,7 @@ from tewatch.store.reads.run_reads import run_verdicts
 from tewatch.store.schema.alert_models import PrComparison
 from tewatch.store.schema.models import Run, VerdictStatus
 
-REGRESSION, IMPROVEMENT = "regression", "improvement"
+REGRESSION, IMPROVEMENT, SUSPECT = "regression", "improvement", "suspect"
 
 
 def _number(value: float | None) -> float | None:
@@ -70,8 +70,8 @@ class SeriesFinding:
 
 
 def case_verdicts(series: list[SeriesFinding]) -> dict[int, str]:
-    """Case id -> its verdict: a regression (improvement) when any of its series is one, else its primary
-    series' verdict (unchanged, unstable or inconclusive)."""
+    """Case id -> its verdict: a regression, else a suspect speed-up, else an improvement when any of its
+    series is one, else its primary series' verdict (unchanged, unstable or inconclusive)."""
     by_case: dict[int, list[tuple[bool, str]]] = defaultdict(list)
     for found in series:
         if found.info.case_id is not None:
@@ -79,10 +79,9 @@ def case_verdicts(series: list[SeriesFinding]) -> dict[int, str]:
     verdicts = {}
     for case_id, rows in by_case.items():
         seen = {v for _, v in rows}
-        if REGRESSION in seen:
-            verdicts[case_id] = REGRESSION
-        elif IMPROVEMENT in seen:
-            verdicts[case_id] = IMPROVEMENT
+        changed = next((v for v in (REGRESSION, SUSPECT, IMPROVEMENT) if v in seen), None)
+        if changed:
+            verdicts[case_id] = changed
         else:
             main = [v for is_primary, v in rows if is_primary] or [v for _, v in rows]
             verdicts[case_id] = main[0]
@@ -149,6 +148,8 @@ def build_pr_report(
         if s.verdict in (REGRESSION, IMPROVEMENT) and s.timing.series_id is not None
     ]
     kernels, taken = kernel_findings(inputs.kernels, changed)
+    suspects = {k.series_id for k in kernels if k.what == "suspect speed-up"}
+    series = [replace(s, verdict=SUSPECT) if s.timing.series_id in suspects else s for s in series]
     return PrReport(
         pr_number=run.pr_number,
         repo=run.commit.repo,
