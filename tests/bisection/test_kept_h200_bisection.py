@@ -10,7 +10,9 @@ from pathlib import Path
 from tewatch.bisect.search import Verdict, finding, most_steps
 
 KEPT = Path(__file__).resolve().parents[1] / "fixtures" / "h200-bisect-te"
-FIRST_BAD = "bf4b2b9f8f071689daf97e191ee8c7d8708c22dc"  # [PyTorch][torch.compile] Add TensorProto mechanism (#3153)
+FIRST_BAD = (
+    "bf4b2b9f8f071689daf97e191ee8c7d8708c22dc"  # [PyTorch][torch.compile] Add TensorProto mechanism (#3153)
+)
 LAST_GOOD = "8ff60f8dec2585644169cb295cee9d7a45bf5e1d"  # its parent on main
 
 
@@ -31,7 +33,9 @@ def test_the_recorded_verdicts_name_the_first_bad_commit_within_the_halvings_bou
 
 
 def case_record(commit: str, quantizer: str) -> dict:
-    for path in (KEPT / "bisect" / "runs" / commit / "vm-h200").glob("*.tewatch/cases/contracts.CheckpointParity-*.json"):
+    for path in (KEPT / "bisect" / "runs" / commit / "vm-h200").glob(
+        "*.tewatch/cases/contracts.CheckpointParity-*.json"
+    ):
         record = json.loads(path.read_text())
         if record["params"].get("quantizer") == quantizer:
             return record
@@ -40,6 +44,9 @@ def case_record(commit: str, quantizer: str) -> dict:
 
 def test_the_flip_is_the_transpose_that_the_round_trip_drops() -> None:
     for quantizer in ("fp8-current", "fp8-delayed"):
-        before, after = case_record(LAST_GOOD, quantizer)["verdict"], case_record(FIRST_BAD, quantizer)["verdict"]
+        before, after = (
+            case_record(LAST_GOOD, quantizer)["verdict"],
+            case_record(FIRST_BAD, quantizer)["verdict"],
+        )
         assert before["status"] == "pass" and before["value"] == 0.0
         assert after["status"] == "fail_accuracy" and after["details"]["differing"] == ["_transpose"]
