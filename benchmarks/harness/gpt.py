@@ -13,7 +13,6 @@ trajectory depends on the seed and the data alone.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import torch
@@ -22,9 +21,6 @@ from torch import nn
 from benchmarks.harness.profiles import TrainingShape
 
 INIT_STD = 0.02
-# TE's attention keeps to deterministic algorithms where this is 0 (read when a layer is built): the same
-# steps give the same trajectory, so a resume, a compile or a graph is compared with eager exactly
-TE_DETERMINISM_ENV = "NVTE_ALLOW_NONDETERMINISTIC_ALGO"
 DTYPES = {"fp32": torch.float32}  # every other recipe keeps its parameters in bf16
 # the torch backend's NVFP4: the project's own emulation (benchmarks/nvfp4_emulation), as in the linear suite
 EMULATED_RECIPE = "torch-ref"
@@ -96,10 +92,10 @@ class TeLayers(nn.Module):
 
     def __init__(self, shape: TrainingShape, dtype: torch.dtype, device: str) -> None:
         super().__init__()
-        from benchmarks.harness.te_import import import_transformer_engine
+        from benchmarks.harness.te_import import import_transformer_engine, keep_attention_deterministic
 
         te = import_transformer_engine()
-        os.environ.setdefault(TE_DETERMINISM_ENV, "0")
+        keep_attention_deterministic()  # a resume, a compile or a graph is compared with eager exactly
         self.layers = nn.ModuleList(
             te.TransformerLayer(
                 shape.hidden,

@@ -13,6 +13,14 @@ import sys
 from types import ModuleType
 
 KEEP_JAX_ENV = "TEWATCH_IMPORT_JAX"
+# TE's attention keeps to deterministic algorithms where this is 0 (read when a layer runs)
+TE_DETERMINISM_ENV = "NVTE_ALLOW_NONDETERMINISTIC_ALGO"
+
+
+def keep_attention_deterministic() -> None:
+    """Unless the user set it: the same inputs give the same gradients, which the training trajectories
+    and the offload suite's comparison of offloaded against plain gradients rely on."""
+    os.environ.setdefault(TE_DETERMINISM_ENV, "0")
 
 
 def import_transformer_engine() -> ModuleType:
