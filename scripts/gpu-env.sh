@@ -1,7 +1,8 @@
 # Sourced by the scripts/gpu-*.sh: a lent GPU machine without network, made ready for `tewatch run`.
 #
 # Here, once:   bash ../shared/gpu/prepare-te.sh     (fills .te/ with Transformer Engine 2.20.2)
-#               .whl/ holds Python 3.12 wheels of asv, asv_runner and the service's dependencies, but not
+#               .whl/ holds Python 3.12 wheels of asv, asv_runner and the service's dependencies the image
+#               lacks (psycopg and psycopg-binary, httptools: the service imports them at start), but not
 #               virtualenv (asv imports it only for environments it builds) nor TE's sdist fallback:
 #               with them the call's working tree passes its 64 MiB
 # Device call:  carry [".te", ".whl"]; the command sources this file first.
