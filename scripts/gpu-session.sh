@@ -32,6 +32,9 @@
 #        .te-slice/te.git (git clone --bare --depth 99 --branch release_v2.19 of TE) and uploaded to a
 #        `tewatch serve` of their own, whose store comes back as bisect_store/kept.sqlite3.
 #   Several plans may run at once: each logs to plan-NAME.log, and `wait` waits for all.
+#   Every call while `bisect` runs carries .te-slice again: an ignored path a call does not carry is
+#   gone from the machine when the call starts, and a bisection reading it stops (it resumes from its
+#   state file).
 #   releases (kind nvidia-h200): the quick profile on each TE release of RELEASES, oldest first, each
 #        installed side by side by scripts/gpu-te-prefix.sh into /opt/te/VERSION and made the interpreter's
 #        by a .pth file for its run (a plan waits up to
