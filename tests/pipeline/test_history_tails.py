@@ -6,19 +6,10 @@ from __future__ import annotations
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
+from tests.detect.store_history import h200, te_environment
 from tewatch.pipeline.history import TAIL_QUERY_SERIES, latest_values
 from tewatch.store.engine.database import make_engine
-from tewatch.store.schema.models import (
-    Benchmark,
-    Case,
-    Commit,
-    Environment,
-    Machine,
-    Result,
-    ResultStatus,
-    Run,
-    Series,
-)
+from tewatch.store.schema.models import Benchmark, Case, Commit, Result, ResultStatus, Run, Series
 
 SERIES = TAIL_QUERY_SERIES + 7  # two statements, the second one short
 RUNS = 30
@@ -32,8 +23,7 @@ def test_each_series_gives_its_newest_ok_positive_values_outside_pull_requests_o
     engine = make_engine(db_url)
     pr_runs = {5, 17, 28}
     with Session(engine) as session, session.begin():
-        machine = Machine(digest="m", name="h200", gpu_model="NVIDIA H200", compute_capability="9.0")
-        environment = Environment(digest="env", te_version="2.20.2")
+        machine, environment = h200(), te_environment()
         benchmark = Benchmark(name="gemm.Gemm.time", case_name="gemm.Gemm", unit="seconds")
         series = [
             Series(

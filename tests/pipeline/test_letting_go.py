@@ -4,32 +4,19 @@ naming the commit; a shift most series of an environment share is one alert abou
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tests.detect.store_history import StoreHistory
+from tests.detect.store_history import StoreHistory, add_run, main_commit
 from tewatch.pipeline.branch_detection import detect_branch
 from tewatch.store.engine.database import make_engine
 from tewatch.store.schema.alert_models import Alert, AlertStatus, AlertStatusChange, Detection
-from tewatch.store.schema.models import (
-    Benchmark,
-    Case,
-    Commit,
-    Environment,
-    Machine,
-    Result,
-    ResultStatus,
-    Run,
-    Series,
-    VerdictStatus,
-)
+from tewatch.store.schema.models import Benchmark, Case, Environment, Machine, Series, VerdictStatus
 
 URL = "https://tewatch.example"
-START = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -121,23 +108,18 @@ class Environment_:
         session.flush()
 
     def add_run(self, index: int, levels: list[float]) -> None:
-        commit = self.session.scalar(select(Commit).where(Commit.sha == sha(index)))
-        if commit is None:
-            commit = Commit(sha=sha(index), branch="main", committed_at=START + timedelta(hours=index))
-        run = Run(
-            digest=f"run-{self.machine.name}-{index}",
-            machine=self.machine,
-            environment=self.environment,
-            commit=commit,
-            branch="main",
-            started_at=START + timedelta(hours=index),
-        )
-        self.session.add(run)
-        self.session.flush()
         noise = np.exp(self.rng.normal(0.0, 0.01, len(self.series)))
-        self.session.add_all(
-            Result(run_id=run.id, series_id=s.id, status=ResultStatus.ok, value=1e-3 * (i + 1) * level * n)
-            for i, (s, level, n) in enumerate(zip(self.series, levels, noise, strict=True))
+        add_run(
+            self.session,
+            self.machine,
+            self.environment,
+            main_commit(self.session, sha(index), index),
+            index,
+            {
+                s.id: 1e-3 * (i + 1) * level * n
+                for i, (s, level, n) in enumerate(zip(self.series, levels, noise, strict=True))
+            },
+            digest=f"run-{self.machine.name}-{index}",
         )
 
 

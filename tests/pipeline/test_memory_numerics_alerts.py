@@ -3,28 +3,16 @@ metric a `numerics` alert (SQLite and PostgreSQL): one value per run, as the sui
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tests.detect.store_history import add_run, gemm_case, h200, main_commit, te_environment
 from tewatch.pipeline.branch_detection import detect_branch
 from tewatch.store.engine.database import make_engine
 from tewatch.store.schema.alert_models import Alert, AlertKind
-from tewatch.store.schema.models import (
-    Benchmark,
-    Case,
-    Commit,
-    Environment,
-    Machine,
-    Result,
-    ResultStatus,
-    Run,
-    Series,
-)
+from tewatch.store.schema.models import Benchmark, Series
 
-START = datetime(2026, 11, 1, tzinfo=UTC)
 MIB = 2**20
 
 
@@ -38,22 +26,8 @@ def engine(db_url):
 def store_history(engine, values: dict[tuple[str, str], list[float]]) -> None:
     """A run per commit on `main`, each with one value of every series (`(metric, unit)` -> values)."""
     with Session(engine) as session, session.begin():
-        machine = Machine(
-            digest="m",
-            name="h200",
-            gpu_model="NVIDIA H200",
-            compute_capability="9.0",
-            driver="580",
-            cuda="13.0",
-        )
-        environment = Environment(digest="env", torch="2.11.0", te_version="2.20.2")
-        case = Case(
-            fingerprint="case-gemm",
-            case_name="gemm.Gemm",
-            params={"recipe": "fp8-current"},
-            gpu_model="NVIDIA H200",
-            compute_capability="9.0",
-        )
+        machine, environment = h200(driver="580"), te_environment()
+        case = gemm_case(params={"recipe": "fp8-current"})
         series = {
             key: Series(
                 fingerprint=f"series-{key[0]}",
@@ -71,20 +45,14 @@ def store_history(engine, values: dict[tuple[str, str], list[float]]) -> None:
         session.add_all([machine, environment, *series.values()])
         session.flush()
         for i in range(len(next(iter(values.values())))):
-            commit = Commit(sha=f"{i:040x}", branch="main", committed_at=START + timedelta(hours=i))
-            run = Run(
+            add_run(
+                session,
+                machine,
+                environment,
+                main_commit(session, f"{i:040x}", i),
+                i,
+                {series[key].id: found[i] for key, found in values.items()},
                 digest=f"run-{i}",
-                machine=machine,
-                environment=environment,
-                commit=commit,
-                branch="main",
-                started_at=START + timedelta(hours=i),
-            )
-            session.add(run)
-            session.flush()
-            session.add_all(
-                Result(run_id=run.id, series_id=series[key].id, status=ResultStatus.ok, value=found[i])
-                for key, found in values.items()
             )
 
 

@@ -7,11 +7,11 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tests.detect.store_history import StoreHistory
+from tests.detect.store_history import StoreHistory, gemm_case, h200
 from tewatch.pipeline.detection import detect_after_upload
 from tewatch.store.engine.database import make_engine
 from tewatch.store.schema.alert_models import PrComparison
-from tewatch.store.schema.models import Case, Machine, Series, VerdictStatus
+from tewatch.store.schema.models import Series, VerdictStatus
 
 
 @pytest.fixture
@@ -24,18 +24,8 @@ def engine(db_url):
 def _on_another_machine(history: StoreHistory, group_key: str) -> None:
     """The history's case and series on a second H200 named `h200-b`; later runs are measured there."""
     history.case.group_key, history.case.machine = group_key, "h200"
-    other = Machine(
-        digest="m-b", name="h200-b", gpu_model="NVIDIA H200", compute_capability="9.0", driver="580.1"
-    )
-    case = Case(
-        fingerprint="case-gemm-b",
-        case_name="gemm.Gemm",
-        params={"recipe": "nvfp4"},
-        gpu_model="NVIDIA H200",
-        compute_capability="9.0",
-        group_key=group_key,
-        machine="h200-b",
-    )
+    other = h200(digest="m-b", name="h200-b")
+    case = gemm_case(fingerprint="case-gemm-b", group_key=group_key, machine="h200-b")
     history.case, history.series = (
         case,
         Series(fingerprint="series-gemm-b", case=case, benchmark=history.benchmark),
