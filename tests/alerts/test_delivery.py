@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from tests.alerts.drain import drain
 from tests.alerts.receiver import Receiver
 from tests.conftest import free_port
 from tewatch.alerts.delivery import NO_ANSWER, UNSENDABLE, DeliveryPolicy, OutboxWorker
@@ -56,20 +57,6 @@ def subscribe_and_emit(engine, url: str, events: int) -> list[str]:
     return ids
 
 
-def drain(worker: OutboxWorker, until: float) -> None:
-    while time.monotonic() < until:
-        worker.run_once()
-        with worker.sessions() as session:
-            pending = session.scalar(
-                select(func.count())
-                .select_from(WebhookDelivery)
-                .where(WebhookDelivery.status == DeliveryStatus.pending)
-            )
-        if not pending:
-            return
-        time.sleep(0.05)
-
-
 def drain_counting(worker: OutboxWorker) -> tuple[int, int]:
     """Passes until one finds nothing due: (delivered, failed attempts) of them all."""
     delivered = failed = 0
@@ -100,7 +87,7 @@ def test_receiver_down_then_failing_then_recovered_gets_every_event_exactly_once
     # connection refused, nobody listens yet: one delivery of the subscription a pass, the oldest first
     assert [worker.run_once() for _ in event_ids] == [(0, 1)] * 5
     with Receiver(SECRET, port=port, fail_first=3) as receiver:  # then 503 three times
-        drain(worker, time.monotonic() + 30)
+        drain(worker, timeout=30)
     worker.close()
     accepted = receiver.accepted()
     assert sorted(r.event_id for r in accepted) == sorted(event_ids)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.orm import Session
 
+from tests.alerts.drain import drain
 from tests.github.fake_github import FakeGitHub
 from tests.github.reports import emit_report
 from tests.github.test_github_outbox import (
@@ -14,7 +15,6 @@ from tests.github.test_github_outbox import (
     NEXT_HEAD,
     TOKEN,
     attempts,
-    drain,
     ours,
     settings_for,
     worker_for,

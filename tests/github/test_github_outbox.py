@@ -5,14 +5,13 @@ and answers no retry can fix."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tests.alerts.drain import drain
 from tests.github.fake_github import SECONDARY_RATE_LIMIT, FakeGitHub
 from tests.github.reports import emit_report, report_payload
 from tewatch.alerts.delivery import OutboxWorker
@@ -50,22 +49,6 @@ def settings_for(fake: FakeGitHub, db_url: str, **github) -> Settings:
 def worker_for(engine, settings: Settings) -> OutboxWorker:
     sync_github(engine, settings)
     return outbox_worker(engine, settings)
-
-
-def drain(worker: OutboxWorker, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        worker.run_once()
-        with worker.sessions() as session:
-            pending = session.scalar(
-                select(func.count())
-                .select_from(WebhookDelivery)
-                .where(WebhookDelivery.status == DeliveryStatus.pending)
-            )
-        if not pending:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"deliveries still pending after {timeout:.0f} s")
 
 
 def attempts(engine) -> list[WebhookAttempt]:
