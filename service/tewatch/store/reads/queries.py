@@ -14,7 +14,7 @@ from tewatch.store.engine.gc_pause import collector_paused
 from tewatch.store.reads.case_reads import CaseSelection, latest_case_verdicts, verdict_rows
 from tewatch.store.reads.commit_order import commit_place
 from tewatch.store.reads.machine_reads import machines
-from tewatch.store.reads.series_reads import MAX_SAMPLES_PER_POINT, detailed_points
+from tewatch.store.reads.series_reads import MAX_SAMPLES_PER_POINT, detailed_points, one_series
 from tewatch.store.schema import case_archive
 from tewatch.store.schema.models import (
     Benchmark,
@@ -195,7 +195,8 @@ def get_series(
     would pass the answer's budget; `next_offset` continues): its history outside pull requests,
     `branch`'s runs, or pull request `pr`'s."""
     header = conn.execute(
-        select(
+        one_series(
+            series_id,
             Series.id,
             Series.fingerprint,
             Series.case_id,
@@ -205,9 +206,6 @@ def get_series(
             Benchmark.higher_is_better,
             *CASE_COLUMNS,
         )
-        .join(Benchmark, Benchmark.id == Series.benchmark_id)
-        .join(Case, Case.id == Series.case_id)
-        .where(Series.id == series_id)
     ).first()
     if header is None:
         return None

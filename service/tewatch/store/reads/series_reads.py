@@ -62,9 +62,20 @@ class SeriesHeader:
     other_machines: tuple[tuple[str, int], ...] = ()
 
 
+def one_series(series_id: int, *columns: Any) -> Select:
+    """`columns` of series `series_id` and of its benchmark and case: a series' header."""
+    return (
+        select(*columns)
+        .join(Benchmark, Benchmark.id == Series.benchmark_id)
+        .join(Case, Case.id == Series.case_id)
+        .where(Series.id == series_id)
+    )
+
+
 def series_header(conn: Connection, series_id: int) -> SeriesHeader | None:
     row = conn.execute(
-        select(
+        one_series(
+            series_id,
             Series.id,
             Benchmark.name,
             Benchmark.unit,
@@ -80,9 +91,6 @@ def series_header(conn: Connection, series_id: int) -> SeriesHeader | None:
             Case.group_key,
             Series.benchmark_id,
         )
-        .join(Benchmark, Benchmark.id == Series.benchmark_id)
-        .join(Case, Case.id == Series.case_id)
-        .where(Series.id == series_id)
     ).first()
     if row is None:
         return None
