@@ -8,8 +8,9 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tewatch.alerts.lifecycle import open_alert
+from tewatch.core.metric_names import GRAPH_BREAKS
 from tewatch.detect.kernels import kernel_set_changes, learn_autotuned
-from tewatch.pipeline.kernels import GRAPH_BREAKS, kernel_table, metric_values
+from tewatch.pipeline.kernels import kernel_table, metric_values
 from tewatch.pipeline.labels import case_label, machine_of, measured_on
 from tewatch.store.engine.database import write_session
 from tewatch.store.reads.kernel_reads import earlier_kernel_tables, run_kernel_tables

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tewatch.core.metric_names import COMPILE_SECONDS, GRAPH_BREAKS, NOT_ATTRIBUTED, SHARE_OF_CEILING
 from tewatch.detect.kernels import (
     Kernel,
     KernelSetChange,
@@ -28,12 +29,7 @@ from tewatch.pipeline.labels import case_label
 from tewatch.store.reads.kernel_reads import KernelTableRow, run_kernel_tables
 from tewatch.store.schema.models import Benchmark, Case, Result, ResultStatus, Series, Verdict
 
-GRAPH_BREAKS = "graph_breaks"
-SHARE_OF_CEILING = "share_of_ceiling"
-COMPILE_SECONDS = "compile_seconds"
 TIMED_OUTPUT = "timed_output"  # the check that the timed calls' output is right (docs/records.md)
-# timings of the host or the compiler: kernels do not explain them
-NOT_ATTRIBUTED = (COMPILE_SECONDS, "cpu_seconds", "host_overhead_seconds")
 REGRESSION, IMPROVEMENT = "regression", "improvement"
 
 

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from tewatch.alerts.events import EventType, emit
 from tewatch.alerts.lifecycle import open_alert
 from tewatch.alerts.markdown import render_pr_report
+from tewatch.core.metric_names import KERNEL_SECONDS, NOT_CALL_TIMES, TRACK_SECONDS
 from tewatch.detect.changepoint import clip_outliers, robust_sigma
 from tewatch.detect.compare import (
     ComparePair,
@@ -70,9 +71,6 @@ def _compared(info: SeriesInfo, head: Side) -> bool:
     return info.kind != "metric" or (info.unit == "seconds" and np.size(head.samples) > 1)
 
 
-KERNEL_METRIC = "kernel_seconds"
-
-
 HOST_BOUND_KERNEL_SHARE = 0.5
 
 
@@ -86,9 +84,9 @@ def _host_bound_cases(infos: dict[int, SeriesInfo], rows) -> dict[int, bool]:
         if info.case_id is not None and values and info.unit == "seconds":
             medians[info.case_id][info.benchmark.rpartition(".")[2]] = float(np.median(values))
     return {
-        case_id: found[KERNEL_METRIC] < HOST_BOUND_KERNEL_SHARE * found["track_seconds"]
+        case_id: found[KERNEL_SECONDS] < HOST_BOUND_KERNEL_SHARE * found[TRACK_SECONDS]
         for case_id, found in medians.items()
-        if KERNEL_METRIC in found and "track_seconds" in found
+        if KERNEL_SECONDS in found and TRACK_SECONDS in found
     }
 
 
@@ -99,22 +97,18 @@ def _reconciled(
     events = {
         info.case_id: comparison
         for _, info, comparison in compared
-        if info.benchmark.endswith(".track_seconds") and info.case_id is not None
+        if info.benchmark.endswith(f".{TRACK_SECONDS}") and info.case_id is not None
     }
     return [
         (
             series_id,
             info,
             kernel_against_event(comparison, events[info.case_id])
-            if info.benchmark.endswith(f".{KERNEL_METRIC}") and info.case_id in events
+            if info.benchmark.endswith(f".{KERNEL_SECONDS}") and info.case_id in events
             else comparison,
         )
         for series_id, info, comparison in compared
     ]
-
-
-# seconds that are no measure of a case's call: the host's CPU time, compile and capture, event minus kernel
-NOT_CALL_TIMES = frozenset({"cpu_seconds", "compile_seconds", "capture_seconds", "host_overhead_seconds"})
 
 
 def _primary_series(comparisons: list[tuple[int, SeriesInfo, Comparison]]) -> set[int]:
@@ -191,7 +185,7 @@ def compare_run_samples(
         if not _compared(info, head):
             continue
         base = _sides(base_results.get(series_id, []))
-        kernel = info.benchmark.endswith(f".{KERNEL_METRIC}")
+        kernel = info.benchmark.endswith(f".{KERNEL_SECONDS}")
         case_host_bound = host_bound.get(info.case_id) if info.case_id is not None else None
         pairs.append(
             ComparePair(

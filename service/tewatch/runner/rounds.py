@@ -23,10 +23,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tewatch.core.metric_names import SAMPLED_METRICS
 from tewatch.runner import results, sidecar
 from tewatch.runner.suite import RunError, RunOptions, RunOutcome, run_suite
-
-SAMPLED_METRICS = ("kernel_seconds",)  # record metrics with samples of their own, appended round by round
 
 
 @dataclass

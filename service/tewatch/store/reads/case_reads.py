@@ -16,6 +16,7 @@ from datetime import datetime
 
 from sqlalchemy import ColumnElement, Connection, and_, func, select
 
+from tewatch.core.metric_names import HOST_OVERHEAD_SECONDS, KERNEL_SECONDS
 from tewatch.core.statuses import FAILING_STATUSES
 from tewatch.store.engine.gc_pause import collector_paused
 from tewatch.store.reads.commit_order import newest_commit_first
@@ -286,7 +287,7 @@ def case_verdicts(
     return [_verdict_row(v) for v in conn.execute(statement.order_by(Verdict.run_id.desc()))]
 
 
-SECONDARY_TIMES = {"kernel_seconds": 0.5, "host_overhead_seconds": 2.0}  # case-record metrics in seconds
+SECONDARY_TIMES = {KERNEL_SECONDS: 0.5, HOST_OVERHEAD_SECONDS: 2.0}  # case-record metrics in seconds
 
 
 def primary_rank(benchmark_name: str, unit: str) -> float:
