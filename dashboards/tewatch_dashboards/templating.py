@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from urllib.parse import urlencode
@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
+from tewatch.core.clock import as_utc
 from tewatch.core.te_releases import is_version_stand_in
 from tewatch_dashboards.status import css_class
 
@@ -99,9 +100,7 @@ def describe_noise_source(source: str | None) -> str:
 def format_time(value: datetime | None) -> str:
     if value is None:
         return "—"
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return as_utc(value).strftime("%Y-%m-%d %H:%M UTC")
 
 
 # where a long identifier may wrap: before a capital that starts a word (ShapeContract|Mismatch, HTTP|Error,

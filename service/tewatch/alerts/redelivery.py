@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from tewatch.core.clock import as_utc
 from tewatch.store.schema.alert_models import DeliveryStatus, WebhookDelivery, WebhookRedelivery
 
 WINDOW = timedelta(minutes=1)
@@ -45,7 +46,7 @@ def redeliver(session: Session, delivery_id: str, per_minute: int) -> WebhookDel
         )
     ).one()
     if recent[0] >= per_minute:
-        oldest = recent[1] if recent[1].tzinfo else recent[1].replace(tzinfo=UTC)
+        oldest = as_utc(recent[1])
         wait = max(1, math.ceil((oldest + WINDOW - now).total_seconds()))
         raise TooManyRedeliveries(
             f"subscription {delivery.subscription_id} had {recent[0]} redeliveries in the last minute, "

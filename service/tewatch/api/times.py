@@ -3,14 +3,11 @@ naive; the OpenAPI document promises RFC 3339 date-time, which requires one."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated
 
 from pydantic import AfterValidator
 
+from tewatch.core.clock import as_utc
 
-def _as_utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-UtcTime = Annotated[datetime, AfterValidator(_as_utc)]
+UtcTime = Annotated[datetime, AfterValidator(as_utc)]

@@ -1,5 +1,7 @@
-"""How far past the service's clock an uploaded commit time may lie: a commit dated later would sort
-after every real one and hold a branch's "latest" for years."""
+"""Times as the service keeps them: UTC, whether they came with a zone, without one (SQLite keeps no offset,
+so a stored time reads back naive) or as epoch seconds; and how far past the service's clock an uploaded
+commit time may lie: a commit dated later would sort after every real one and hold a branch's "latest" for
+years."""
 
 from __future__ import annotations
 
@@ -7,6 +9,15 @@ import time
 from datetime import UTC, datetime
 
 CLOCK_SKEW_SECONDS = 3600
+
+
+def as_utc(moment: datetime) -> datetime:
+    """The moment in UTC; a time without a zone is taken as UTC."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def from_epoch_seconds(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
 
 
 def too_far_ahead(committed: datetime) -> bool:

@@ -10,13 +10,14 @@ date the upload gave it: the graph moves it only after its parents, never by a d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, delete, exists, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from tewatch.core.clock import as_utc, from_epoch_seconds
 from tewatch.ingest.errors import IngestError
 from tewatch.ingest.latest import rebuild_latest_verdicts
 from tewatch.store.reads.key_lists import in_key_list
@@ -39,7 +40,7 @@ def graph_order(
     places: dict[str, datetime] = {}
     dates = dates or {}
     for i, (sha, committed, parents) in enumerate(commits):
-        place = dates.get(sha) or datetime.fromtimestamp(committed, tz=UTC)
+        place = dates.get(sha) or from_epoch_seconds(committed)
         for parent in parents:
             if index.get(parent, -1) > i:
                 raise IngestError(
@@ -78,7 +79,7 @@ def store_graph(conn: Connection, repo: str, commits: GraphCommits) -> int:
             ).all()
         )
     places = graph_order(
-        commits, {sha: _aware(at) for sha, at in known.items()}, _commit_dates(conn, repo, sorted(sent))
+        commits, {sha: as_utc(at) for sha, at in known.items()}, _commit_dates(conn, repo, sorted(sent))
     )
     _note_missing_parents(conn, repo, commits, outside - known.keys(), fresh)
     insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
@@ -133,7 +134,7 @@ def _commit_dates(conn: Connection, repo: str, shas: Sequence[str]) -> dict[str,
                 in_key_list(conn, Commit.sha, chunk, "shas"),
             )
         )
-        found.update((sha, _aware(at)) for sha, at in rows if at is not None)
+        found.update((sha, as_utc(at)) for sha, at in rows if at is not None)
     return found
 
 
@@ -233,7 +234,3 @@ def place_commit(conn: Connection, commit_id: int) -> None:
             .scalar_subquery()
         )
     )
-
-
-def _aware(at: datetime) -> datetime:
-    return at if at.tzinfo else at.replace(tzinfo=UTC)

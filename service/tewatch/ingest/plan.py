@@ -6,11 +6,11 @@ import functools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from tewatch.core import stderr_log_file
-from tewatch.core.clock import future_commit_message, too_far_ahead
+from tewatch.core.clock import as_utc, from_epoch_seconds, future_commit_message, too_far_ahead
 from tewatch.core.units import HIGHER_IS_BETTER_UNITS
 from tewatch.ingest.asv_files import (
     AsvResults,
@@ -196,13 +196,11 @@ def case_name_of(benchmark: str) -> str:
 
 def _utc(value: datetime | None) -> datetime | None:
     """Every stored time is UTC (SQLite keeps no offset); a time without a zone is taken as UTC."""
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return None if value is None else as_utc(value)
 
 
 def _ms_to_datetime(ms: int | None) -> datetime | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return None if ms is None else from_epoch_seconds(ms / 1000)
 
 
 @functools.lru_cache(maxsize=1 << 15)

@@ -13,6 +13,7 @@ import numpy as np
 from sqlalchemy import CompoundSelect, bindparam, func, select, union_all
 from sqlalchemy.orm import Session
 
+from tewatch.core.clock import as_utc
 from tewatch.detect.ratios import Measured, paired_ratios
 from tewatch.store.schema.models import (
     Benchmark,
@@ -80,7 +81,7 @@ class History:
 def _aware(moment: datetime | None) -> datetime:
     if moment is None:
         return _EPOCH
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return as_utc(moment)
 
 
 def run_order(

@@ -3,12 +3,13 @@ FastAPI's 422 instead of an error inside the database: ids, pull request numbers
 32-bit columns (PostgreSQL `integer`), offsets may go up to 64 bits. Times in queries are ISO 8601, taken
 as UTC without a zone, inside the window the store keeps (1970 to 3000), else 422."""
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import Path, Query
 from pydantic import AfterValidator
 
+from tewatch.core.clock import as_utc
 from tewatch.store.schema.limits import INT32_MAX, INT32_MIN, INT64_MAX, time_problem
 
 
@@ -18,7 +19,7 @@ def _in_utc(value: datetime | None) -> datetime | None:
     problem = time_problem(value)
     if problem:
         raise ValueError(problem)
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return as_utc(value)
 
 
 PathInt = Annotated[int, Path(ge=INT32_MIN, le=INT32_MAX)]

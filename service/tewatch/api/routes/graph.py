@@ -1,4 +1,3 @@
-from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Request
@@ -9,7 +8,7 @@ from starlette.concurrency import run_in_threadpool
 from tewatch.api.alert_schemas import StoredText
 from tewatch.api.errors import first_errors
 from tewatch.api.schemas import BUSY, Responses
-from tewatch.core.clock import future_commit_message, too_far_ahead
+from tewatch.core.clock import from_epoch_seconds, future_commit_message, too_far_ahead
 from tewatch.ingest.commit_graph import store_graph
 from tewatch.store.engine.database import write_connection
 from tewatch.web.deps import UploadScope, get_engine
@@ -49,7 +48,7 @@ class CommitGraphIn(BaseModel):
         for i, (sha, committed, _) in enumerate(commits):
             if sha in position:
                 raise ValueError(f"commit {sha} is listed twice")
-            committed_at = datetime.fromtimestamp(committed, UTC)
+            committed_at = from_epoch_seconds(committed)
             if too_far_ahead(committed_at):
                 raise ValueError(future_commit_message(sha, committed_at))
             position[sha] = i

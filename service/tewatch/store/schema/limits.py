@@ -20,6 +20,8 @@ from typing import Any
 
 import orjson
 
+from tewatch.core.clock import as_utc
+
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -59,7 +61,7 @@ def int_problem(value: int, low: int = INT32_MIN, high: int = INT32_MAX) -> str 
 def time_problem(value: datetime) -> str | None:
     """Why this time is out of the window, or None; a time without a zone is taken as UTC."""
     try:
-        utc = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        utc = as_utc(value)
     except OverflowError:
         utc = None
     if utc is None or not EARLIEST <= utc < LATEST:
