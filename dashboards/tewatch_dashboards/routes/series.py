@@ -5,11 +5,12 @@ from __future__ import annotations
 import orjson
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from sqlalchemy import Connection
 
 from tewatch.store.reads.case_reads import FAILING_VERDICTS, case_verdicts
 from tewatch.store.reads.filter_options import filter_options
 from tewatch.store.reads.release_reads import series_steps
-from tewatch.store.reads.series_reads import pr_comparison, series_header, series_version
+from tewatch.store.reads.series_reads import SeriesHeader, pr_comparison, series_header, series_version
 from tewatch.web.deps import ReadConnection
 from tewatch.web.params import OptionalQueryInt, PathInt
 from tewatch_dashboards import series_chart
@@ -26,18 +27,23 @@ FAILED_SHOWN = 5  # the latest failed verdicts of the series' case, with their e
 RANGES = {"100": 100, "300": 300, "1000": 1000, "all": None}
 
 
-class BadRange(ValueError):
-    pass
+class Refused(Exception):
+    def __init__(self, status: int, detail: str):
+        super().__init__(detail)
+        self.status, self.detail = status, detail
 
 
-def scale_problem(scale: str) -> str | None:
-    return None if scale in SCALES else f"scale must be one of {', '.join(SCALES)}, got {scale!r}"
-
-
-def parse_last(last: str) -> int | None:
+def asked_chart(conn: Connection, series_id: int, last: str, scale: str) -> tuple[SeriesHeader, int | None]:
+    """The series' header and how many of its newest points to show (None: all); Refused where there is no
+    such series (404) or the range or scale is not one of those offered (400)."""
+    header = series_header(conn, series_id)
+    if header is None:
+        raise Refused(404, f"There is no series {series_id}.")
     if last not in RANGES:
-        raise BadRange(f"last must be one of {', '.join(RANGES)}, got {last!r}")
-    return RANGES[last]
+        raise Refused(400, f"last must be one of {', '.join(RANGES)}, got {last!r}")
+    if scale not in SCALES:
+        raise Refused(400, f"scale must be one of {', '.join(SCALES)}, got {scale!r}")
+    return header, RANGES[last]
 
 
 @router.get("/series/{series_id}", response_class=HTMLResponse)
@@ -50,15 +56,10 @@ def series_page(
     pr: OptionalQueryInt = None,
     scale: str = "auto",
 ) -> HTMLResponse:
-    header = series_header(conn, series_id)
-    if header is None:
-        return error_page(request, 404, f"There is no series {series_id}.")
     try:
-        parse_last(last)
-    except BadRange as exc:
-        return error_page(request, 400, str(exc))
-    if problem := scale_problem(scale):
-        return error_page(request, 400, problem)
+        header, _ = asked_chart(conn, series_id, last, scale)
+    except Refused as refused:
+        return error_page(request, refused.status, refused.detail)
     failures = case_verdicts(
         conn,
         header.case_id,
@@ -99,15 +100,10 @@ def series_points(
     pr: OptionalQueryInt = None,
     scale: str = "auto",
 ) -> Response:
-    header = series_header(conn, series_id)
-    if header is None:
-        return JSONResponse({"detail": f"There is no series {series_id}."}, status_code=404)
     try:
-        n = parse_last(last)
-    except BadRange as exc:
-        return JSONResponse({"detail": str(exc)}, status_code=400)
-    if problem := scale_problem(scale):
-        return JSONResponse({"detail": problem}, status_code=400)
+        header, n = asked_chart(conn, series_id, last, scale)
+    except Refused as refused:
+        return JSONResponse({"detail": refused.detail}, status_code=refused.status)
     chart = series_chart.build(conn, header, branch.strip(), last=n, pr=pr)
     # orjson writes a non-finite number as null (JSON has none): an infinite value stored before uploads
     # refused them, or one a computation overflowed to, is a gap in the chart instead of a 500
@@ -125,15 +121,10 @@ def series_svg(
     pr: OptionalQueryInt = None,
     scale: str = "auto",
 ) -> Response:
-    header = series_header(conn, series_id)
-    if header is None:
-        return Response(f"There is no series {series_id}.", status_code=404, media_type="text/plain")
     try:
-        n = parse_last(last)
-    except BadRange as exc:
-        return Response(str(exc), status_code=400, media_type="text/plain")
-    if problem := scale_problem(scale):
-        return Response(problem, status_code=400, media_type="text/plain")
+        header, n = asked_chart(conn, series_id, last, scale)
+    except Refused as refused:
+        return Response(refused.detail, status_code=refused.status, media_type="text/plain")
     key: tuple = (
         series_id,
         branch.strip(),
