@@ -1,7 +1,10 @@
-"""Build upload bodies from fixture runs, and variants of them with one thing broken."""
+"""Build upload bodies from fixture runs, and variants of them with one thing broken; upload a folder as a
+user does, through the CLI."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import fixture_results_dirs
@@ -9,6 +12,18 @@ from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.discover import RunFiles, find_runs
 
 TINY = Path(__file__).resolve().parent / "fixtures" / "asv-tiny" / "results"
+CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
+
+
+def cli_upload(server, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`tewatch upload RESULTS` to a live server with its token, `args` after."""
+    return subprocess.run(
+        [*CLI, "upload", str(results), "--url", server.url, "--token", server.token, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def all_fixture_runs() -> list[RunFiles]:

@@ -3,8 +3,6 @@ read at run time from ../shared/data) uploaded through `tewatch upload` into a r
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import httpx
@@ -15,6 +13,7 @@ from sqlalchemy.orm import Session
 from tests.conftest import LiveServer, served_sqlite, start_server, stop_server
 from tests.dashboards.test_pages import open_page
 from tests.history.django_data import django_results
+from tests.uploads import cli_upload
 from tewatch.store.engine.database import make_engine
 from tewatch.store.schema.alert_models import Alert, Detection
 from tewatch.store.schema.models import Commit, Run
@@ -22,21 +21,13 @@ from tewatch_dashboards.site import GENERAL_SUBJECT, read_facts
 
 pytestmark = pytest.mark.long_setup
 
-CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
-
 
 @pytest.fixture(scope="module")
 def django_site(tmp_path_factory) -> Iterator[LiveServer]:
     folder = tmp_path_factory.mktemp("django-site")
     results = django_results(folder / "data", files=300, environments=("conda-py3.12",))
     with served_sqlite(folder) as (server, _):
-        done = subprocess.run(
-            [*CLI, "upload", str(results), "--url", server.url, "--token", server.token, "--branch", "main"],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        done = cli_upload(server, results, "--branch", "main")
         assert done.returncode == 0, done.stderr
         yield server
 

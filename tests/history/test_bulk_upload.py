@@ -3,31 +3,21 @@ detection pass after the last upload does what a pass over the whole branch woul
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.conftest import served_sqlite
 from tests.history.django_data import django_results
+from tests.uploads import cli_upload
 from tewatch.pipeline.branch_detection import detect_branch
 from tewatch.store.engine.database import make_engine
 from tewatch.store.schema.alert_models import Alert, Detection
-
-CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 
 
 def test_a_folder_of_runs_is_detected_once_after_its_last_upload(tmp_path):
     results = django_results(tmp_path / "data", files=240)
     with served_sqlite(tmp_path) as (server, db_url):
-        done = subprocess.run(
-            [*CLI, "upload", str(results), "--url", server.url, "--token", server.token, "--branch", "main"],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        done = cli_upload(server, results, "--branch", "main")
         assert done.returncode == 0, done.stderr
         assert done.stdout.count(" created: ") == 240
         assert "detection after 240 runs: " in done.stderr
