@@ -583,17 +583,24 @@ def page_at(browser, width: int):
     return context, context.new_page()
 
 
+def laid_out_pages(site, page, width: int):
+    """Each of WIDTH_PAGES loaded at `width`, none wider than the window: (path, what FITS measured); each
+    page's screenshot is taken once the caller's checks of it pass."""
+    for path in WIDTH_PAGES:
+        page.goto(site.url + path)
+        page.wait_for_load_state("networkidle")
+        fits = page.evaluate(FITS)
+        assert fits["page"] <= 0, (path, fits["page"])
+        yield path, fits
+        screenshot(page, f"width-{width}{path.replace('/', '-').rstrip('-') or '-overview'}")
+
+
 def test_at_1280_px_every_table_fits_and_the_matrix_shows_its_per_recipe_checks(site, browser):
     context, page = page_at(browser, 1280)
     try:
-        for path in WIDTH_PAGES:
-            page.goto(site.url + path)
-            page.wait_for_load_state("networkidle")
-            fits = page.evaluate(FITS)
-            assert fits["page"] <= 0, (path, fits["page"])
+        for path, fits in laid_out_pages(site, page, 1280):
             too_wide = [t for t in fits["tables"] if t["overflow"] > 1]
             assert not too_wide, (path, too_wide)
-            screenshot(page, f"width-1280{path.replace('/', '-').rstrip('-') or '-overview'}")
         page.goto(site.url + "/matrix")
         for op in ("cpu_round_trip", "checkpoint", "dcp_round_trip"):
             cells = page.query_selector_all(f"table.matrix td.cell[data-check='{op}']")
@@ -610,15 +617,10 @@ def test_at_1280_px_every_table_fits_and_the_matrix_shows_its_per_recipe_checks(
 def test_at_390_px_the_navigation_wraps_and_wide_tables_scroll_in_their_panel(site, browser):
     context, page = page_at(browser, 390)
     try:
-        for path in WIDTH_PAGES:
-            page.goto(site.url + path)
-            page.wait_for_load_state("networkidle")
-            fits = page.evaluate(FITS)
-            assert fits["page"] <= 0, (path, fits["page"])
+        for path, fits in laid_out_pages(site, page, 390):
             clipped = [n for n in fits["nav"] if not n["visible"] or n["left"] < 0 or n["right"] > 390]
             assert not clipped, (path, clipped)
             assert all(t["wrapRight"] <= 390 for t in fits["tables"]), (path, fits["tables"])
-            screenshot(page, f"width-390{path.replace('/', '-').rstrip('-') or '-overview'}")
         nav = [a.inner_text() for a in page.query_selector_all("header .nav a")]
         assert nav == ["Overview", "Compile vs eager", "Alerts", "Runs", "Machines"]
     finally:
