@@ -21,13 +21,6 @@ STEP_AT, RUNS = 40, 60
 
 
 @pytest.fixture
-def engine(db_url):
-    engine = make_engine(db_url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
 def impatient(db_url):
     """Another writer, waiting at most half a second for a lock."""
     engine = make_engine(db_url, lock_wait_seconds=0.5)

@@ -6,24 +6,15 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.detect.store_history import StoreHistory, add_run, main_commit
 from tewatch.pipeline.branch_detection import detect_branch
-from tewatch.store.engine.database import make_engine
 from tewatch.store.schema.alert_models import Alert, AlertStatus, AlertStatusChange, Detection
 from tewatch.store.schema.models import Benchmark, Case, Environment, Machine, Series, VerdictStatus
 
 URL = "https://tewatch.example"
-
-
-@pytest.fixture
-def engine(db_url):
-    engine = make_engine(db_url)
-    yield engine
-    engine.dispose()
 
 
 def alerts(engine) -> list[Alert]:

@@ -3,24 +3,15 @@ metric a `numerics` alert (SQLite and PostgreSQL): one value per run, as the sui
 
 from __future__ import annotations
 
-import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.detect.store_history import add_run, gemm_case, h200, main_commit, te_environment
 from tewatch.pipeline.branch_detection import detect_branch
-from tewatch.store.engine.database import make_engine
 from tewatch.store.schema.alert_models import Alert, AlertKind
 from tewatch.store.schema.models import Benchmark, Series
 
 MIB = 2**20
-
-
-@pytest.fixture
-def engine(db_url):
-    engine = make_engine(db_url)
-    yield engine
-    engine.dispose()
 
 
 def store_history(engine, values: dict[tuple[str, str], list[float]]) -> None:

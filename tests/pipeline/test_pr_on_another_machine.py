@@ -9,16 +9,8 @@ from sqlalchemy.orm import Session
 
 from tests.detect.store_history import StoreHistory, gemm_case, h200
 from tewatch.pipeline.detection import detect_after_upload
-from tewatch.store.engine.database import make_engine
 from tewatch.store.schema.alert_models import PrComparison
 from tewatch.store.schema.models import Series, VerdictStatus
-
-
-@pytest.fixture
-def engine(db_url):
-    engine = make_engine(db_url)
-    yield engine
-    engine.dispose()
 
 
 def _on_another_machine(history: StoreHistory, group_key: str) -> None:
