@@ -54,6 +54,13 @@ def post_run(client, parts: dict[str, list[tuple[str, bytes]]], **fields: str):
     return client.post("/api/v1/runs", files=files_of(parts), data=fields)
 
 
+def post_tiny_history(client, branch: str) -> None:
+    """The tiny fixture's two runs on `branch` and a pull request against the first."""
+    for index, fields in [(0, {}), (1, {}), (1, {"pr_number": "7", "merge_base_sha": "47692de1"})]:
+        answer = post_run(client, parts_of(tiny_run(index)), branch=branch, **fields)
+        assert answer.status_code in (200, 201), answer.text
+
+
 def post_folder_run(client, results_dir: Path, **fields: str):
     """Upload the one run an asv results folder holds (on branch main unless `fields` say otherwise)."""
     (run,) = find_runs(results_dir)

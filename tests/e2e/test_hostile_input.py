@@ -24,7 +24,7 @@ from sqlalchemy import text
 from tests.conftest import REPO_ROOT
 from tests.e2e import hostile
 from tests.e2e.hostile import SENTINEL, Site
-from tests.uploads import parts_of, post_run, tiny_run
+from tests.uploads import parts_of, post_run, post_tiny_history, tiny_run
 from tewatch.store.engine.database import make_engine, write_connection
 from tewatch.store.reads.queries import store_counts
 
@@ -48,9 +48,7 @@ def backend_of(server) -> str:
 def store(live_server):
     """The live server with a real history (two runs and a pull request) and one engine to count rows."""
     with live_server.client() as client:
-        for index, fields in [(0, {}), (1, {}), (1, {"pr_number": "7", "merge_base_sha": "47692de1"})]:
-            answer = post_run(client, parts_of(tiny_run(index)), branch="hostile", **fields)
-            assert answer.status_code in (200, 201), answer.text
+        post_tiny_history(client, "hostile")
     engine = make_engine(live_server.db_url)
     yield live_server, engine
     engine.dispose()
