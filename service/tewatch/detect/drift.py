@@ -9,7 +9,10 @@ the inputs are fixed by seed, so:
   difference between base and head is real;
 - a *non-deterministic* one (stochastic rounding, atomics in a reduction) moves between runs of identical
   code: its band is NOISE_MULTIPLE times the largest relative spread such runs showed, and only a change
-  beyond the band counts.
+  beyond the band counts;
+- a metric of a family identical code does not reproduce (offloaded vs plain execution,
+  tewatch.detect.noise_families) is judged against its band only once one was learned: before that, on a
+  single pair, any difference is `inconclusive`, never drift.
 
 A real change that makes the error worse (a larger max-abs or relative L2, a smaller SQNR) is `drift`,
 one that makes it better `improvement`, with its size: "rel-L2 of output vs fp32 0.0375 -> 0.0427,
@@ -24,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tewatch.detect.noise_families import NoiseFamily
+
 NOISE_MULTIPLE = 4.0
 # the error kinds a check records, as metric name suffixes, with their names in words
 KINDS = {"max_abs": "max-abs", "rel_l2": "rel-L2", "sqnr_db": "SQNR dB"}
@@ -34,6 +39,7 @@ class DriftVerdict(str, enum.Enum):
     drift = "drift"  # the error got worse
     improvement = "improvement"
     unchanged = "unchanged"
+    inconclusive = "inconclusive"  # moved, in a family whose noise no runs of identical code taught yet
 
 
 @dataclass(frozen=True)
@@ -97,24 +103,36 @@ class Drift:
     change: float  # relative: head / base - 1 (head - base where base is 0)
     tolerance: float | None
     verdict: DriftVerdict
+    reason: str = ""  # why an inconclusive move is one
 
     def describe(self) -> str:
-        """`rel-L2 of output vs fp32 0.0375 -> 0.0427, +13.7 %, tolerance 0.1`"""
+        """`rel-L2 of output vs fp32 0.0375 -> 0.0427, +13.7 %, tolerance 0.1`, and the reason of an
+        inconclusive move after a semicolon"""
         change = f"{self.change:+.1%}".replace("%", " %") if self.base else f"{self.change:+.3g}"
         text = f"{self.metric.label} {self.base:.3g} -> {self.head:.3g}, {change}"
-        return text + (f", tolerance {self.tolerance:g}" if self.tolerance is not None else "")
+        text += f", tolerance {self.tolerance:g}" if self.tolerance is not None else ""
+        return text + (f"; {self.reason}" if self.reason else "")
 
 
 def error_drift(
-    metric: ErrorMetric, base: float, head: float, band: ErrorBand, tolerance: float | None = None
+    metric: ErrorMetric,
+    base: float,
+    head: float,
+    band: ErrorBand,
+    tolerance: float | None = None,
+    family: NoiseFamily | None = None,
 ) -> Drift:
-    """One pair of runs: did the error metric move beyond what identical code does, and which way?"""
+    """One pair of runs: did the error metric move beyond what identical code does, and which way? A metric
+    of a `family` that identical code does not reproduce needs a band learned from at least one group."""
     difference = head - base
     change = difference / abs(base) if base else difference
     moved = difference != 0 if band.deterministic else abs(change) > NOISE_MULTIPLE * band.share
+    reason = ""
     if not moved:
         verdict = DriftVerdict.unchanged
+    elif family is not None and not band.groups:
+        verdict, reason = DriftVerdict.inconclusive, family.unlearned
     else:
         better = difference > 0 if metric.kind in HIGHER_IS_BETTER else difference < 0
         verdict = DriftVerdict.improvement if better else DriftVerdict.drift
-    return Drift(metric, base, head, change, tolerance, verdict)
+    return Drift(metric, base, head, change, tolerance, verdict, reason)

@@ -10,7 +10,8 @@ a branch's runs between two changes), never taken from timing noise, and a singl
   difference seen between runs of identical code, in bytes and as a share, and never less than one
   allocator block); it is *reported* when it is also at least MIN_REPORT_BYTES (1 MiB) or MIN_REPORT_SHARE
   (1 %) of the base. More bytes is a regression, fewer an improvement; a reportable size within the noise
-  is inconclusive.
+  is inconclusive, and so is any reportable change of a family identical code does not reproduce
+  (reserved bytes, tewatch.detect.noise_families) while no runs of identical code taught its noise.
 - `leak_finding`: the fitted slope of the allocated bytes after each training step (bytes per step) is a
   leak when it exceeds its noise: NOISE_MULTIPLE times the fit's standard error and the largest slope of
   identical code, and at least one allocator block per step.
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tewatch.detect.drift import spreads
+from tewatch.detect.noise_families import NoiseFamily
 
 ALLOCATOR_BLOCK_BYTES = 512
 MIB = 2**20
@@ -35,7 +37,7 @@ class BytesVerdict(str, enum.Enum):
     regression = "regression"  # more bytes
     improvement = "improvement"  # fewer bytes
     unchanged = "unchanged"
-    inconclusive = "inconclusive"  # a reportable size, but within the noise of identical code
+    inconclusive = "inconclusive"  # a reportable size, but within the noise of identical code, or unlearned
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class BytesChange:
     share: float  # change / base (0 where base is 0 and nothing changed)
     margin: float  # bytes identical code stays within
     verdict: BytesVerdict
+    reason: str = ""  # why an inconclusive change is one, where the noise was not learned
 
     def describe(self, metric: str) -> str:
         """`setup_allocated_bytes 145.0 MiB -> 209.0 MiB, +64.0 MiB (+44.1 %)`"""
@@ -81,19 +84,25 @@ class BytesChange:
         )
 
 
-def compare_bytes(base: float, head: float, noise: BytesNoise) -> BytesChange:
-    """One pair of runs: is the head's byte count a change, and one worth reporting?"""
+def compare_bytes(
+    base: float, head: float, noise: BytesNoise, family: NoiseFamily | None = None
+) -> BytesChange:
+    """One pair of runs: is the head's byte count a change, and one worth reporting? A metric of a `family`
+    that identical code does not reproduce needs noise learned from at least one group to be a change."""
     change = head - base
     share = change / base if base else (0.0 if change == 0 else float("inf"))
     margin = noise.margin(base)
     reportable = abs(change) >= MIN_REPORT_BYTES or abs(share) >= MIN_REPORT_SHARE
+    reason = ""
     if not reportable:
         verdict = BytesVerdict.unchanged
+    elif family is not None and not noise.groups:
+        verdict, reason = BytesVerdict.inconclusive, family.unlearned
     elif abs(change) <= margin:
         verdict = BytesVerdict.inconclusive
     else:
         verdict = BytesVerdict.regression if change > 0 else BytesVerdict.improvement
-    return BytesChange(base, head, change, share, margin, verdict)
+    return BytesChange(base, head, change, share, margin, verdict, reason)
 
 
 @dataclass(frozen=True)
