@@ -201,7 +201,10 @@ class NumericsChange(Row):
     case_id: int | None = None
     series_id: int | None = None
     metric: str = Field(description="the error in words: `rel-L2 of output vs fp32`")
-    verdict: str = Field(description="drift (worse) or improvement")
+    verdict: str = Field(
+        description="drift (worse), improvement, or inconclusive (a metric identical code does not "
+        "reproduce, its noise not learned yet: never counted as drift)"
+    )
     base: float
     head: float
     change: float = Field(description="relative: head / base - 1 (head - base where base is 0)")

@@ -1,6 +1,7 @@
 """A pull request's memory and error values against its merge base's, judged by tewatch.detect.memory and
 tewatch.detect.drift: bytes and error metrics are one value per run (or one per A/B round), so each side's
-values of one series are runs of identical code, and their spread is the noise the rules learn."""
+values of one series are runs of identical code, and their spread is the noise the rules learn. Metrics of
+a family identical code does not reproduce (tewatch.detect.noise_families) are inconclusive until then."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tewatch.detect.memory import (
     leak_finding,
     learn_bytes_noise,
 )
+from tewatch.detect.noise_families import noise_family
 from tewatch.findings.pr_report import MemoryChange, NumericsChange
 from tewatch.pipeline.history import SeriesInfo, series_infos
 from tewatch.store.schema.alert_models import AlertKind
@@ -100,6 +102,8 @@ def memory_row(
     more: int,
 ) -> MemoryChange:
     text = [change.describe(metric_of(info))] if change else []
+    if change and change.reason:
+        text.append(change.reason)
     if leak is not None and leak.leak:
         text.append(leak.describe())
     if more:
@@ -159,7 +163,9 @@ def memory_changes(
         if info.unit != BYTES_UNIT or series_id not in head or series_id not in base:
             continue
         noise = learn_bytes_noise([*head[series_id], *base[series_id]])
-        change = compare_bytes(_middle(base[series_id]), _middle(head[series_id]), noise)
+        change = compare_bytes(
+            _middle(base[series_id]), _middle(head[series_id]), noise, noise_family(metric_of(info))
+        )
         if change.verdict is not BytesVerdict.unchanged:
             by_case[_case_key(info)].append((series_id, info, change))
     rows = []
@@ -186,7 +192,8 @@ def numerics_changes(
     base: dict[int, list[list[float]]],
     checks: Checks,
 ) -> list[NumericsChange]:
-    """Every error metric that moved beyond what identical code does: drift (worse) or improvement."""
+    """Every error metric that moved beyond what identical code does: drift (worse), improvement, then
+    inconclusive (a family identical code does not reproduce, its band not learned yet), largest first."""
     metrics = {s: m for s, i in infos.items() if (m := ErrorMetric.parse(metric_of(i))) and s in head}
     rows = []
     for series_id, metric in metrics.items():
@@ -197,10 +204,16 @@ def numerics_changes(
         case_checks = checks.get(info.case_id, []) if info.case_id is not None else []
         value = _middle(head[series_id])
         tolerance = tolerance_of(metric, value, case_checks)
-        drift = error_drift(metric, _middle(base[series_id]), value, band, tolerance)
+        family = noise_family(metric_of(info))
+        drift = error_drift(metric, _middle(base[series_id]), value, band, tolerance, family)
         if drift.verdict is not DriftVerdict.unchanged:
             rows.append(numerics_row(series_id, info, drift))
-    return sorted(rows, key=lambda r: (r.verdict != DriftVerdict.drift.value, -abs(r.change), r.benchmark))
+    order = {
+        DriftVerdict.drift.value: 0,
+        DriftVerdict.improvement.value: 1,
+        DriftVerdict.inconclusive.value: 2,
+    }
+    return sorted(rows, key=lambda r: (order[r.verdict], -abs(r.change), r.benchmark))
 
 
 def memory_and_numerics(
