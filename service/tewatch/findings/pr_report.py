@@ -345,8 +345,9 @@ SECTIONS: tuple[Section, ...] = (
         "Numerics",
         ("series", "error", "verdict"),
         "pr-numerics",
-        lead="Error values that moved beyond what identical code does; the cases' verdicts are reported "
-        "apart.",
+        lead="Error values that moved beyond what identical code does, then inconclusive moves of metrics "
+        "it does not reproduce, whose noise no runs of identical code taught yet; the cases' verdicts are "
+        "reported apart.",
     ),
     Section(
         "kernels",
