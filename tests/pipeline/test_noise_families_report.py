@@ -23,7 +23,6 @@ from tewatch.ingest.discover import find_runs
 from tewatch.ingest.service import ingest_bundle
 from tewatch.pipeline.detection import detect_after_upload
 from tewatch.pipeline.pr_report import stored_pr_report
-from tewatch.store.engine.database import make_engine
 from tewatch.store.schema.alert_models import Alert
 from tewatch.store.schema.models import Run
 
@@ -81,7 +80,7 @@ def _sha(folder: Path) -> str:
 
 
 @pytest.fixture
-def stored(db_url, tmp_path):
+def stored(engine, tmp_path):
     """(engine, head run id): the base on main, the A/A arm as pull request 1 against it."""
     base, head = tmp_path / "base", tmp_path / "aa"
     shutil.copytree(KEPT / "base-results", base)
@@ -91,14 +90,12 @@ def stored(db_url, tmp_path):
         _edit(head, name, _set({metric: pair[1] for metric, pair in values.items()}))
     _edit(head, LINEAR, _one_percent_more)
     _edit(head, GEMM, _check_one_percent_worse)
-    engine = make_engine(db_url)
     [base_run], [head_run] = find_runs(base), find_runs(head)
     ingest_bundle(engine, bundle_of(base_run, branch="main"))
     head_id = ingest_bundle(
         engine, bundle_of(head_run, branch="pr-1", pr_number=1, merge_base_sha=_sha(base))
     ).run_id
-    yield engine, head_id
-    engine.dispose()
+    return engine, head_id
 
 
 def test_unreproducible_families_are_inconclusive_while_deterministic_ones_flag_one_percent(stored):
