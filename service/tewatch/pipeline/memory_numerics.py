@@ -146,9 +146,10 @@ def _case_key(info: SeriesInfo) -> tuple[int | None, str]:
 def memory_changes(
     infos: dict[int, SeriesInfo], head: dict[int, list[list[float]]], base: dict[int, list[list[float]]]
 ) -> list[MemoryChange]:
-    """A row per case whose bytes changed (the setup's change, which is what the case keeps, else its
-    largest) or whose training steps leak on the head, with its leak slope: leaks first, then
-    regressions, inconclusive and improvements, each largest first."""
+    """A row per case whose bytes changed (of its regressions and improvements, else of its inconclusive
+    changes: the setup's change, which is what the case keeps, else the largest) or whose training steps
+    leak on the head, with its leak slope: leaks first, then regressions, inconclusive and improvements,
+    each largest first."""
     slopes: dict[tuple[int | None, str], dict[str, list[list[float]]]] = defaultdict(dict)
     for series_id, info in infos.items():
         if metric_of(info) in (LEAK_METRIC, LEAK_STDERR_METRIC) and series_id in head:
@@ -170,8 +171,9 @@ def memory_changes(
             by_case[_case_key(info)].append((series_id, info, change))
     rows = []
     for key, changes in by_case.items():
-        setup = [c for c in changes if metric_of(c[1]) == SETUP_METRIC]
-        series_id, info, change = setup[0] if setup else max(changes, key=lambda c: abs(c[2].change))
+        decided = [c for c in changes if c[2].verdict is not BytesVerdict.inconclusive] or changes
+        setup = [c for c in decided if metric_of(c[1]) == SETUP_METRIC]
+        series_id, info, change = setup[0] if setup else max(decided, key=lambda c: abs(c[2].change))
         row = memory_row(series_id, info, change.verdict.value, change, leaks.get(key), len(changes) - 1)
         rows.append(row)
     for key, leak in leaks.items():
