@@ -7,7 +7,6 @@ import shutil
 import socket
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -19,6 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import make_url, text
+
+from tests.served import ServeProcess
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
@@ -190,7 +191,7 @@ class LiveServer:
     url: str
     db_url: str
     token: str
-    process: subprocess.Popen
+    process: ServeProcess
 
     def client(self, token: str | None = "default", **kwargs) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.token if token == 'default' else token}"} if token else {}
@@ -211,28 +212,13 @@ def start_server(
     token = create_token(engine, "tests", TokenScope.admin)
     engine.dispose()
     port = free_port()
-    log = log_path.open("w")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from tewatch.cli import main; main()",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--db",
-            db_url,
-            "--log-level",
-            "warning",
-            *extra_args,
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=log_path.parent,
-        env={**os.environ, **env} if env else None,
-    )
+    process = ServeProcess(
+        ["serve", "--host", "127.0.0.1", "--port", str(port), "--db", db_url, "--log-level", "warning",
+         *extra_args],
+        {**os.environ, **(env or {})},
+        log_path.parent,
+        log_path,
+    )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
