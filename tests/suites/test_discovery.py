@@ -1,5 +1,6 @@
 """What asv's discovery sees of the suite: only suite classes, params chosen by the profile."""
 
+import functools
 import json
 import os
 import subprocess
@@ -20,6 +21,12 @@ print(json.dumps({b.name: [b.param_names, b.params, b.unit] for b in disc_benchm
 
 
 def discover(profile: str, backends: str = "") -> dict:
+    """What asv's discovery finds under this profile and backends: a fresh object each call."""
+    return json.loads(_discovered(profile, backends))
+
+
+@functools.cache  # discovery is a function of the profile, the backends and the code: one per file and pair
+def _discovered(profile: str, backends: str) -> str:
     env = dict(os.environ, TEWATCH_PROFILE=profile, TEWATCH_BACKENDS=backends)
     out = subprocess.run(
         [sys.executable, "-c", DISCOVER],
@@ -30,7 +37,7 @@ def discover(profile: str, backends: str = "") -> dict:
         check=True,
         timeout=300,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return out.stdout.strip().splitlines()[-1]
 
 
 def test_no_helper_function_or_base_class_is_taken_for_a_benchmark() -> None:
