@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from typing import Any
 
 ENV = "TEWATCH_PRELOAD"
@@ -36,8 +37,14 @@ def preload(with_te: bool) -> None:
         raise PreloadInitialisedCuda("importing torch and Transformer Engine initialised CUDA")
 
 
+def in_fork_server() -> bool:
+    """Whether this process is asv's fork server (`benchmark.py run_server`). asv's discovery process
+    imports the suites too but runs no case: Dynamo and TE imported there were time lost on every run."""
+    return sys.argv[1:2] == ["run_server"]
+
+
 def preload_if_requested() -> None:
-    if os.environ.get(ENV) == "1":
+    if os.environ.get(ENV) == "1" and in_fork_server():
         from benchmarks.harness.profiles import selected_backends
 
         preload(with_te=any(b != "torch-ref" for b in selected_backends()))

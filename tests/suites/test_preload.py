@@ -48,14 +48,31 @@ def test_a_child_forked_without_a_gpu_is_reported_unsafe_with_its_exit_code() ->
     assert '"safe": false' in proc.stdout and "could not run a CUDA kernel (exit code 1)" in proc.stdout
 
 
-def test_preload_without_transformer_engine_leaves_discovery_working() -> None:
+def _import_suites_as(argv: list[str], then: str) -> subprocess.CompletedProcess:
+    """Import the suites with the preload asked for, in a process whose argv is asv's `argv`."""
     code = (
-        "import os; os.environ['TEWATCH_PRELOAD'] = '1'; os.environ['TEWATCH_BACKENDS'] = 'te,torch-ref'; "
-        "import benchmarks, sys, torch; "
-        "assert 'benchmarks.nvfp4_emulation' in sys.modules and not torch.cuda.is_initialized(); "
-        "import benchmarks.quantize"
+        f"import os, sys; sys.argv = {argv!r}; "
+        "os.environ['TEWATCH_PRELOAD'] = '1'; os.environ['TEWATCH_BACKENDS'] = 'te,torch-ref'; "
+        f"import benchmarks; {then}"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+
+
+def test_preload_without_transformer_engine_leaves_the_fork_server_working() -> None:
+    proc = _import_suites_as(
+        ["benchmark.py", "run_server"],
+        "import torch; "
+        "assert 'benchmarks.nvfp4_emulation' in sys.modules and not torch.cuda.is_initialized(); "
+        "import benchmarks.quantize",
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_discovery_imports_the_suites_without_the_preload() -> None:
+    proc = _import_suites_as(
+        ["benchmark.py", "discover"],
+        "import benchmarks.quantize; assert 'torch' not in sys.modules, 'discovery imported torch'",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
