@@ -1,25 +1,19 @@
-"""The FSDP2 checkpoint case for real on CPU: a `tewatch run` of the ci profile with both backends records
-TE's recipes `unsupported` (no CUDA) and the torch-ref round trip at world size 2 over gloo passing; a
-perturbation that loses the load fails both checks; on a GPU machine with fewer GPUs than ranks the case
-is `unsupported` before any rank starts."""
+"""The FSDP2 checkpoint case's ranks for real on CPU (world size 2 over gloo): a perturbation that loses the
+load fails both checks, the worst rank decides each check, a rank's exception is the step's error; on a GPU
+machine with fewer GPUs than ranks the case is `unsupported` before any rank starts. Its run through asv
+(TE's recipes unsupported, the torch-ref round trip passing) is tests/distributed/test_suite_run.py's."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from benchmarks.harness import gates, records
-from benchmarks.harness.dcp_round_trip import RECIPES
 from benchmarks.harness.distributed import fsdp_checkpoint
 from benchmarks.harness.distributed.launcher import launch
 from benchmarks.harness.profiles import get_profile
-from tests.conftest import REPO_ROOT
 
-CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
-CASE = "distributed.FsdpCheckpoint"
 JOB = fsdp_checkpoint.FsdpJob(
     backend="torch-ref",
     recipe="torch-ref",
@@ -29,55 +23,6 @@ JOB = fsdp_checkpoint.FsdpJob(
     out_features=128,
     tokens=32,
 )
-
-
-@pytest.fixture(scope="module")
-def verdicts(tmp_path_factory) -> dict[str, dict]:
-    results = tmp_path_factory.mktemp("fsdp-ci") / "results"
-    done = subprocess.run(
-        [
-            *CLI,
-            "run",
-            "--profile",
-            "ci",
-            "--backends",
-            "te,torch-ref",
-            "--bench",
-            r"^distributed\.FsdpCheckpoint",
-            "--results-dir",
-            str(results),
-            "--machine",
-            "ci-cpu",
-            "--commit",
-            "f" * 40,
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = [json.loads(p.read_text()) for p in results.glob("ci-cpu/*.tewatch/cases/*.json")]
-    return {r["params"]["recipe"]: r for r in found if r["case"] == CASE}
-
-
-def test_te_recipes_are_unsupported_on_cpu_with_the_reason(verdicts):
-    assert set(verdicts) == {*RECIPES, "torch-ref"}
-    for recipe in RECIPES:
-        verdict = verdicts[recipe]["verdict"]
-        assert (verdict["check"], verdict["status"]) == ("capability", "unsupported"), verdict
-        assert verdict["reason"] == "CUDA device required"
-        assert verdicts[recipe]["params"]["world_size"] == 2
-
-
-def test_the_torch_ref_round_trip_under_fsdp2_passes_every_check(verdicts):
-    record = verdicts["torch-ref"]
-    checks = {c["check"]: c for c in [record["verdict"], *record["extra_checks"]]}
-    assert set(checks) == {"dcp_buffers", "dcp_forward"}
-    assert {c["status"] for c in checks.values()} == {"pass"}
-    assert checks["dcp_forward"]["value"] == 0.0 and "rank 1 pass" in checks["dcp_forward"]["message"]
-    assert record["one_shot"] and record["labels"]["interconnect"] == "loopback"
 
 
 def test_a_load_that_leaves_the_sharded_weights_fails_both_checks(monkeypatch):
