@@ -60,6 +60,20 @@ def is_case(backend: str, recipe: str, execution: str, profile: Profile = _PROFI
     return any(fnmatch.fnmatchcase(f"{backend}/{recipe}/{execution}", p) for p in profile.training_cases)
 
 
+def training_check(loss: list[float | None]) -> records.Check:
+    """The `training` check of an uninterrupted trajectory: a step whose loss was NaN or infinite (None)
+    fails it, the first such step named."""
+    bad = [step for step, value in enumerate(loss, start=1) if value is None]
+    return records.Check(
+        check="training",
+        status="fail_accuracy" if bad else "pass",
+        metric="non_finite_steps",
+        value=float(len(bad)),
+        tolerance=0.0,
+        details={"first_bad_step": bad[0]} if bad else None,
+    )
+
+
 class TrainSteps(Case):
     param_names = ["backend", "recipe", "execution"]
     params = [backends(), sorted({r for b in backends() for r in RECIPES[b]}), list(EXECUTIONS)]
@@ -164,18 +178,7 @@ class TrainingRun:
 
         trajectory = self.trainer.train(self.stream, self.shape.steps, self.device, after_step=keep_half_way)
         record.trajectory = trajectory.to_json()
-        first_bad = trajectory.first_non_finite_step()
-        bad = sum(v is None for v in trajectory.loss)
-        record.add(
-            records.Check(
-                check="training",
-                status="fail_accuracy" if bad else "pass",
-                metric="non_finite_steps",
-                value=float(bad),
-                tolerance=0.0,
-                details={"first_bad_step": first_bad} if bad else None,
-            )
-        )
+        record.add(training_check(trajectory.loss))
         final = trajectory.loss[-1]
         if final is not None:
             record.metric("final_loss", final, "loss")

@@ -22,6 +22,7 @@ from asv_runner.statistics import compute_stats
 from torch import nn
 
 from benchmarks.harness import records
+from benchmarks.training import training_check
 
 VOCAB, HIDDEN, HEADS, LAYERS, SEQ, BATCH = 64, 32, 4, 2, 16, 4
 BENCHMARK = "training.TrainSteps.track_seconds"  # what benchmarks/training.py's Case records
@@ -114,17 +115,7 @@ def case_record(trained: Trained, steps: int = 12, micro_batches: int = 2) -> re
     params = {"backend": "torch", "recipe": trained.recipe, "execution": trained.execution}
     labels = {**params, "mode": trained.execution, "op": "training"}
     record = records.CaseRecord(case="training.TrainSteps", params=params, labels=labels)
-    bad = [step for step, v in enumerate(trained.loss, start=1) if v is None]
-    record.add(
-        records.Check(
-            check="training",
-            status="fail_accuracy" if bad else "pass",
-            metric="non_finite_steps",
-            value=float(len(bad)),
-            tolerance=0.0,
-            details={"first_bad_step": bad[0]} if bad else None,
-        )
-    )
+    record.add(training_check(trained.loss))
     record.add(records.compare("resume_vs_uninterrupted", "max_abs_loss_diff", 0.0, 0.0))
     if trained.loss and trained.loss[-1] is not None:
         record.metric("final_loss", trained.loss[-1], "loss")

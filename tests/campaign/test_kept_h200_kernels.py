@@ -128,25 +128,25 @@ def test_the_split_kernel_adds_a_concatenation_and_doubles_the_emulation_quantiz
         assert ChangeKind.syncs not in by_kind
 
 
-def test_under_torch_compile_the_sync_is_one_more_graph_break(arms) -> None:
-    found = changes(arms, "head")
-    breaks = {
+def graph_breaks(found) -> dict:
+    """label -> (base, head) graph breaks, for the cases whose graph breaks changed."""
+    return {
         label: (c.base, c.head)
         for label, cs in found.items()
         for c in cs
         if c.kind is ChangeKind.graph_breaks
     }
+
+
+def test_under_torch_compile_the_sync_is_one_more_graph_break(arms) -> None:
+    found = changes(arms, "head")
+    breaks = graph_breaks(found)
     assert breaks == dict.fromkeys(COMPILED_LINEAR, (1.0, 2.0))
 
 
 def test_the_graph_break_perturbation_breaks_compiled_te_linear_from_1_to_4(arms) -> None:
     found = changes(arms, "host")
-    breaks = {
-        label: (c.base, c.head)
-        for label, cs in found.items()
-        for c in cs
-        if c.kind is ChangeKind.graph_breaks
-    }
+    breaks = graph_breaks(found)
     assert breaks == dict.fromkeys(COMPILED_LINEAR, (1.0, 4.0))
     assert {label: c for label, c in found.items() if label not in COMPILED_LINEAR and c} == {}
     assert all(kinds(found[label]) == {ChangeKind.graph_breaks} for label in COMPILED_LINEAR)
