@@ -4,6 +4,7 @@ which benchmarks a selection names, found by asv's discovery in the base interpr
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -83,11 +84,19 @@ class SuiteRun:
                 raise SelectionError(
                     f"asv cannot discover the suites: {lines[-1] if lines else done.returncode}"
                 )
-            names = [b["name"] for b in json.loads(listed.read_text())]
-        chosen = [name for name in names if pattern.search(name)]
+            benchmarks = json.loads(listed.read_text())
+        chosen = [b["name"] for b in benchmarks if any(pattern.search(n) for n in asv_names(b))]
         if not chosen:
-            raise SelectionError(f"--bench {self.bench!r} matches none of the {len(names)} benchmarks")
+            raise SelectionError(f"--bench {self.bench!r} matches none of the {len(benchmarks)} benchmarks")
         return chosen
+
+
+def asv_names(benchmark: dict) -> list[str]:
+    """The names asv matches --bench against: a parameterized benchmark's `name(param, ...)` for each of
+    its parameter combinations (asv.benchmarks.Benchmarks), a plain one's name."""
+    if not benchmark.get("params"):
+        return [benchmark["name"]]
+    return [f"{benchmark['name']}({', '.join(combo)})" for combo in itertools.product(*benchmark["params"])]
 
 
 __all__ = ["RunError", "SelectionError", "SuiteRun"]
