@@ -35,6 +35,11 @@
 #   Every call while `bisect` runs carries .te-slice again: an ignored path a call does not carry is
 #   gone from the machine when the call starts, and a bisection reading it stops (it resumes from its
 #   state file).
+#   quiet (kind nvidia-h200): alone on the GPU, one after the other: `tewatch campaign` of eager te.Linear and the
+#        host suite with host-delay-30us and an A/A arm, two rounds within QUIET_HOST_S seconds (430); then a
+#        performance bisection (`slow_bisect`) over a history of TE's installed Python made by
+#        scripts/slowdown_history.py, uploaded to a `tewatch serve` of its own (slow_store); then, until
+#        QUIET_UNTIL seconds after the plan started (1250), the offload cases once (`offload_check`).
 #   releases (kind nvidia-h200): the quick profile on each TE release of RELEASES, oldest first, each
 #        installed side by side by scripts/gpu-te-prefix.sh into /opt/te/VERSION and made the interpreter's
 #        by a .pth file for its run (a plan waits up to
@@ -158,12 +163,8 @@ plan_bisect() {
   } >"$site/te-2.18.0.pth"
   "$base/bin/python" -c 'import importlib.metadata as m, transformer_engine.pytorch
 print("base: TE", m.version("transformer_engine"))' || return 1
-  mkdir -p "$store" "$results/bisect_te"
-  python3 -m tewatch db upgrade --db "sqlite:///$PWD/$store/tewatch.sqlite3" >/dev/null
-  token=$(python3 -m tewatch token create --name bisect --scope admin --db "sqlite:///$PWD/$store/tewatch.sqlite3" | tail -1)
-  setsid python3 -m tewatch serve --host 127.0.0.1 --port 8791 --db "sqlite:///$PWD/$store/tewatch.sqlite3" \
-    --log-level warning >"$store/serve.log" 2>&1 </dev/null &
-  sleep 10
+  mkdir -p "$results/bisect_te"
+  token=$(local_service "$store" 8791) || return 1
   local common=(--repo .te-slice/te.git --profile quick --base-python "$base/bin/python" --url "$url" --token "$token")
   CUDA_VISIBLE_DEVICES=0 job bisect_te python3 -m tewatch bisect --good "$TE_GOOD" --bad "$TE_BAD" \
     --bench '^contracts\.CheckpointParity\.' --judge correctness --work /tmp/bisect-work \
@@ -175,9 +176,63 @@ print("base: TE", m.version("transformer_engine"))' || return 1
   wait
   tar czf "$store/work.tar.gz" --exclude=envs -C /tmp bisect-work backfill-work 2>/dev/null
   python3 -m tewatch detect --branch main --db "sqlite:///$PWD/$store/tewatch.sqlite3" >"$store/detect.log" 2>&1
+  keep_store "$store"
+}
+
+local_service() {  # local_service STORE PORT: a `tewatch serve` of its own on 127.0.0.1:PORT; prints an admin token
+  local store=$1 port=$2 db="sqlite:///$PWD/$1/tewatch.sqlite3"
+  mkdir -p "$store"
+  python3 -m tewatch db upgrade --db "$db" >/dev/null || return 1
+  python3 -m tewatch token create --name gpu-session --scope admin --db "$db" | tail -1
+  setsid python3 -m tewatch serve --host 127.0.0.1 --port "$port" --db "$db" --log-level warning \
+    >"$store/serve.log" 2>&1 </dev/null &
+  sleep 10
+}
+
+keep_store() {  # keep_store STORE: a consistent copy of the service's database, and the store marked done
   python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.connect(sys.argv[2]))' \
-    "$store/tewatch.sqlite3" "$store/kept.sqlite3"
-  touch "$results/bisect_store.done"
+    "$1/tewatch.sqlite3" "$1/kept.sqlite3"
+  touch "$1.done"
+}
+
+# eager te.Linear, where host-delay-30us waits (the host suite's linear at 1 and 64 tokens, the linear suite's
+# rank 2), and the host suite's quantize beside it, which the delay does not touch
+HOST_DELAY_BENCH="^(host\\.HostOverhead\\.track_seconds\\('(bf16|fp8-current|torch-ref)', '(linear|quantize)'"
+HOST_DELAY_BENCH+="|linear\\.LinearFwdBwd\\.track_seconds\\('(bf16|fp8-current)', 2, 'eager'\\))"
+# TE's GEMMs at the quick profile's shape: what gemm-slower-5 slows down
+SLOW_BENCH="^gemm\\.Gemm\\.track_seconds\\('(bf16|fp8-current|fp8-block)'"
+
+plan_quiet() {
+  # alone on the GPU, one after the other: the host delay in A/B rounds with an A/A arm (pull requests 1
+  # and 2), then a performance bisection over a history of TE's installed Python made by
+  # scripts/slowdown_history.py (17 commits, the 12th slows general_gemm by 5 %)
+  compile_threads=$(nproc)
+  local until=${QUIET_UNTIL:-1250} host_s=${QUIET_HOST_S:-430}
+  campaign_job host_delay $((host_s + 150)) --bench "$HOST_DELAY_BENCH" --perturb host-delay-30us --pr 1 --aa \
+    --rounds 2 --deadline "$host_s"
+  slow_bisect $((until - SECONDS))
+  if ((until - SECONDS > 150)); then  # the offload cases' verdicts once more, as the suites now check them
+    CUDA_VISIBLE_DEVICES=0 job offload_check in_chunks "$results/offload_check" $((until - SECONDS)) \
+      --profile quick -- "^offload\\."
+  fi
+}
+
+slow_bisect() {  # slow_bisect SECONDS
+  local store=$results/slow_store repo=/tmp/slow-history url=http://127.0.0.1:8792 token package good bad
+  package=$(python3 -c 'import importlib.util; print(importlib.util.find_spec("transformer_engine").submodule_search_locations[0])')
+  rm -rf "$repo" && mkdir -p "$results/slow_bisect"
+  python3 scripts/slowdown_history.py --package-dir "$package" --repo "$repo" >"$results/slow_bisect/history.txt" \
+    || return 1
+  git -C "$repo" log --reverse --format='%H %s' >>"$results/slow_bisect/history.txt"
+  good=$(awk '$1 == "good" {print $2}' "$results/slow_bisect/history.txt")
+  bad=$(awk '$1 == "bad" {print $2}' "$results/slow_bisect/history.txt")
+  token=$(local_service "$store" 8792) || return 1
+  CUDA_VISIBLE_DEVICES=0 job slow_bisect python3 -m tewatch bisect --repo "$repo" --good "$good" --bad "$bad" \
+    --bench "$SLOW_BENCH" --judge performance --rounds 2 --profile quick --work /tmp/slow-work \
+    --state "$results/slow_bisect/state.json" --max-minutes $(($1 / 60)) --url "$url" --token "$token" \
+    --github local/slow-history
+  tar czf "$store/work.tar.gz" --exclude=envs -C /tmp slow-work 2>/dev/null
+  keep_store "$store"
 }
 
 # release -> its commit in TE's repository (the tag; 2.19: release_v2.19's head); none: the version's stand-in
@@ -256,7 +311,7 @@ case $cmd in
     source scripts/gpu-env.sh || exit 1
     nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm --format=csv,noheader
     nvidia-smi topo -m
-    [[ $(type -t "plan_$plan_name") == function ]] || { echo "no plan $plan_name (x2, campaign, ab, releases, proofs, bisect)" >&2; exit 2; }
+    [[ $(type -t "plan_$plan_name") == function ]] || { echo "no plan $plan_name (x2, campaign, ab, releases, proofs, bisect, quiet)" >&2; exit 2; }
     : >"$results/plan-$plan_name.log"  # before the plan starts, so that waiting sees it running
     setsid bash -c "source scripts/gpu-session.sh plan-only; plan_$plan_name; touch $results/plan-$plan_name.finished" \
       >"$results/plan-$plan_name.log" 2>&1 </dev/null &
@@ -266,5 +321,5 @@ case $cmd in
     export PYTHONPATH=$PWD/service:$PWD/dashboards:$PWD${PYTHONPATH:+:$PYTHONPATH}
     wait_for_plan ;;
   plan-only) ;;  # sourced by the background shell for its functions
-  *) echo "usage: $0 start [SECONDS] [x2|campaign|ab|releases|proofs|bisect] | wait [SECONDS]" >&2; exit 2 ;;
+  *) echo "usage: $0 start [SECONDS] [x2|campaign|ab|releases|proofs|bisect|quiet] | wait [SECONDS]" >&2; exit 2 ;;
 esac
