@@ -65,6 +65,7 @@ perturb_ab=gemm-slower-5,te-ref-quantize-slower-6,te-ref-rht-slower-12,fp8-curre
 job() {  # job NAME COMMAND...: run one job, log it, mark it done with its exit code and wall time
   local name=$1 t0=$SECONDS
   shift
+  rm -f "$results/$name.packed"  # a job run again is packed again
   echo "== $name: $*"
   TORCHINDUCTOR_COMPILE_THREADS=$compile_threads "$@" >"$results/$name.log" 2>&1
   echo "exit $? after $((SECONDS - t0)) s" >"$results/$name.done"
@@ -192,6 +193,7 @@ local_service() {  # local_service STORE PORT: a `tewatch serve` of its own on 1
 keep_store() {  # keep_store STORE: a consistent copy of the service's database, and the store marked done
   python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.connect(sys.argv[2]))' \
     "$1/tewatch.sqlite3" "$1/kept.sqlite3"
+  rm -f "$1.packed"
   touch "$1.done"
 }
 
@@ -215,6 +217,11 @@ plan_quiet() {
     CUDA_VISIBLE_DEVICES=0 job offload_check in_chunks "$results/offload_check" $((until - SECONDS)) \
       --profile quick -- "^offload\\."
   fi
+}
+
+plan_slow() {  # the bisection of plan quiet alone, or resumed from its state file
+  compile_threads=$(nproc)
+  slow_bisect "${SLOW_SECONDS:-900}"
 }
 
 slow_bisect() {  # slow_bisect SECONDS
@@ -311,7 +318,7 @@ case $cmd in
     source scripts/gpu-env.sh || exit 1
     nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm --format=csv,noheader
     nvidia-smi topo -m
-    [[ $(type -t "plan_$plan_name") == function ]] || { echo "no plan $plan_name (x2, campaign, ab, releases, proofs, bisect, quiet)" >&2; exit 2; }
+    [[ $(type -t "plan_$plan_name") == function ]] || { echo "no plan $plan_name (x2, campaign, ab, releases, proofs, bisect, quiet, slow)" >&2; exit 2; }
     : >"$results/plan-$plan_name.log"  # before the plan starts, so that waiting sees it running
     setsid bash -c "source scripts/gpu-session.sh plan-only; plan_$plan_name; touch $results/plan-$plan_name.finished" \
       >"$results/plan-$plan_name.log" 2>&1 </dev/null &
@@ -321,5 +328,5 @@ case $cmd in
     export PYTHONPATH=$PWD/service:$PWD/dashboards:$PWD${PYTHONPATH:+:$PYTHONPATH}
     wait_for_plan ;;
   plan-only) ;;  # sourced by the background shell for its functions
-  *) echo "usage: $0 start [SECONDS] [x2|campaign|ab|releases|proofs|bisect|quiet] | wait [SECONDS]" >&2; exit 2 ;;
+  *) echo "usage: $0 start [SECONDS] [x2|campaign|ab|releases|proofs|bisect|quiet|slow] | wait [SECONDS]" >&2; exit 2 ;;
 esac

@@ -82,9 +82,23 @@ def _pairs(base: Cases, head: Cases, keys: list[tuple[str, str]]) -> list[Compar
             sizes = found.round_sizes.get(series) if found else None
             sides.append(Side(samples, sizes if sizes and sum(sizes) == len(samples) else None))
         paired = sides[0].round_sizes is not None and sides[1].round_sizes is not None
-        family = base[case].benchmarks[0] if case in base else case
-        pairs.append(ComparePair(sides[0], sides[1], paired=paired, family=family))
+        measured = base.get(case) or head[case]
+        pairs.append(
+            ComparePair(
+                sides[0],
+                sides[1],
+                paired=paired,
+                family=series_family(measured.benchmarks[0], series),
+                group=measured.backend or None,
+            )
+        )
     return pairs
+
+
+def series_family(benchmark: str, series: str) -> str:
+    """The series' benchmark as the service names it (`gemm.Gemm.kernel_seconds` beside
+    `gemm.Gemm.track_seconds`): event and kernel time are different noise and inform only their own kind."""
+    return f"{benchmark.rsplit('.', 1)[0]}.{series}"
 
 
 @dataclass

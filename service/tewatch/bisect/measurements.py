@@ -22,6 +22,7 @@ class CaseMeasurement:
     samples: dict[str, list[float]] = field(default_factory=dict)  # method or metric -> samples
     round_sizes: dict[str, list[int]] = field(default_factory=dict)
     values: dict[str, float] = field(default_factory=dict)  # method or metric -> value (median of samples)
+    backend: str = ""  # the record's backend label: series of one backend share their noise
 
 
 def _samples_column(data: dict[str, Any], name: str) -> list[Any] | None:
@@ -76,5 +77,6 @@ def read(results_file: Path) -> dict[str, CaseMeasurement]:
             samples=samples,
             round_sizes={k: list(v) for k, v in record.get("round_sizes", {}).items()},
             values=values,
+            backend=str(record.get("labels", {}).get("backend") or ""),
         )
     return measured

@@ -89,7 +89,9 @@ class Bisector:
         return search.finding(self.state.commits, self.verdicts) if self.state.status == "finished" else None
 
     def run(self) -> State:
-        if self.state.status in ("finished", "no_difference"):
+        """Measures what is left; endpoints found not to differ are judged again from their kept
+        measurements (a judge may have changed), nothing measured twice."""
+        if self.state.status == "finished":
             return self.state
         self.state.status = "running"
         if not self._endpoints():

@@ -1,0 +1,94 @@
+"""The endpoints of a performance bisection measured on an H200 (tests/fixtures/h200-bisect-slowdown): TE
+2.20.2's Python as installed against the same with general_gemm 5 % slower, in two interleaved A/B rounds,
+read and judged as `tewatch bisect --judge performance` reads and judges them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tewatch.bisect import measurements
+from tewatch.bisect.judges import NoDifference, PerformanceJudge
+
+KEPT = Path(__file__).resolve().parents[1] / "fixtures" / "h200-bisect-slowdown"
+TE_GEMMS = {"bf16", "fp8-current", "fp8-block"}
+
+
+def side(name: str) -> dict[str, measurements.CaseMeasurement]:
+    results = next(p for p in (KEPT / "endpoints" / name / "vm-h200").glob("*.json") if p.name != "machine.json")
+    return measurements.read(results)
+
+
+def recipe(case: measurements.CaseMeasurement, folder: str) -> str:
+    import json
+
+    sidecar = next((KEPT / "endpoints" / folder / "vm-h200").glob("*.tewatch"))
+    return json.loads((sidecar / "cases" / f"{case.case_id}.json").read_text())["params"]["recipe"]
+
+
+def test_the_history_has_seventeen_commits_and_the_slow_one_in_the_middle() -> None:
+    lines = (KEPT / "history.txt").read_text().splitlines()
+    named = dict(line.split() for line in lines[:3])
+    commits = [line.split(" ", 1) for line in lines[3:]]
+    assert len(commits) == 17
+    assert [sha for sha, _ in commits].index(named["slow"]) == 11
+    assert commits[11][1] == "general_gemm takes 5% longer (gemm-slower-5)"
+    assert (commits[0][0], commits[-1][0]) == (named["good"], named["bad"])
+
+
+def test_the_three_te_gemms_event_times_are_the_endpoints_regressions() -> None:
+    good, bad = side("base"), side("head")
+    assert {c.status for c in good.values() if c.samples} == {"pass"}
+    assert all(c.round_sizes["track_seconds"] == [1000, 1000] for c in good.values() if c.samples)
+    changed = PerformanceJudge().endpoints(good, bad)
+    assert {recipe(good[key.split()[0]], "base") for key in changed} == TE_GEMMS
+    assert {key.split()[1] for key in changed} == {"track_seconds"}
+    assert all(found["verdict"] == "regression" for found in changed.values())
+    # general_gemm waits 5 % of its own time after each call
+    assert all(0.04 < found["effect"] < 0.06 for found in changed.values()), changed
+
+
+def test_the_good_endpoint_against_itself_is_no_difference() -> None:
+    good = side("base")
+    with pytest.raises(NoDifference):
+        PerformanceJudge().endpoints(good, good)
+
+
+def test_endpoints_once_found_not_to_differ_are_judged_again_from_their_kept_results(tmp_path: Path) -> None:
+    """The H200's first invocation stopped at `no_difference` (its judge pooled event and kernel time in one
+    noise family); run again, the bisection judges the kept endpoint measurements anew and measures
+    nothing twice: here it stops before the first step, its time budget spent."""
+    import json
+
+    from tewatch.bisect.environments import EnvironmentMaker
+    from tewatch.bisect.gitrepo import Repository
+    from tewatch.bisect.session import Bisector
+    from tewatch.bisect.state import SCHEMA, Question, load
+    from tewatch.bisect.suite_runs import SuiteRun
+
+    kept = json.loads((KEPT / "state-first-invocation.json").read_text())
+    assert kept["status"] == "no_difference" and "inconclusive" in kept["message"]
+    kept["steps"][0]["results"] = [
+        str(next(p for p in (KEPT / "endpoints" / name / "vm-h200").glob("*.json") if p.name != "machine.json"))
+        for name in ("base", "head")
+    ]
+    state_path = tmp_path / "state.json"
+    state_path.write_text(json.dumps(kept))
+    question = Question(**kept["question"])
+    state = load(state_path, question)
+    assert state is not None and kept["schema"] == SCHEMA
+    bisector = Bisector(
+        state,
+        state_path,
+        maker=EnvironmentMaker(Repository(tmp_path), tmp_path / "envs"),
+        suite=SuiteRun(tmp_path, question.bench),
+        work=tmp_path / "work",
+        budget_s=state.spent_s,
+    )
+    after = bisector.run()
+    assert after.status == "out_of_time"
+    assert len(after.steps) == 1  # the bad endpoint's A/B, measured once
+    assert len(after.endpoints) == 3
+    assert {found["verdict"] for found in after.endpoints.values()} == {"regression"}
+    assert not (tmp_path / "work").exists() and not (tmp_path / "envs").exists()
