@@ -4,25 +4,32 @@ read and judged as `tewatch bisect --judge performance` reads and judges them.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from tewatch.bisect import measurements
+from tewatch.bisect.environments import EnvironmentMaker
+from tewatch.bisect.gitrepo import Repository
 from tewatch.bisect.judges import NoDifference, PerformanceJudge
+from tewatch.bisect.session import Bisector
+from tewatch.bisect.state import SCHEMA, Question, load
+from tewatch.bisect.suite_runs import SuiteRun
 
 KEPT = Path(__file__).resolve().parents[1] / "fixtures" / "h200-bisect-slowdown"
 TE_GEMMS = {"bf16", "fp8-current", "fp8-block"}
 
 
+def results_file(name: str) -> Path:
+    return next(p for p in (KEPT / "endpoints" / name / "vm-h200").glob("*.json") if p.name != "machine.json")
+
+
 def side(name: str) -> dict[str, measurements.CaseMeasurement]:
-    results = next(p for p in (KEPT / "endpoints" / name / "vm-h200").glob("*.json") if p.name != "machine.json")
-    return measurements.read(results)
+    return measurements.read(results_file(name))
 
 
 def recipe(case: measurements.CaseMeasurement, folder: str) -> str:
-    import json
-
     sidecar = next((KEPT / "endpoints" / folder / "vm-h200").glob("*.tewatch"))
     return json.loads((sidecar / "cases" / f"{case.case_id}.json").read_text())["params"]["recipe"]
 
@@ -59,20 +66,9 @@ def test_endpoints_once_found_not_to_differ_are_judged_again_from_their_kept_res
     """The H200's first invocation stopped at `no_difference` (its judge pooled event and kernel time in one
     noise family); run again, the bisection judges the kept endpoint measurements anew and measures
     nothing twice: here it stops before the first step, its time budget spent."""
-    import json
-
-    from tewatch.bisect.environments import EnvironmentMaker
-    from tewatch.bisect.gitrepo import Repository
-    from tewatch.bisect.session import Bisector
-    from tewatch.bisect.state import SCHEMA, Question, load
-    from tewatch.bisect.suite_runs import SuiteRun
-
     kept = json.loads((KEPT / "state-first-invocation.json").read_text())
     assert kept["status"] == "no_difference" and "inconclusive" in kept["message"]
-    kept["steps"][0]["results"] = [
-        str(next(p for p in (KEPT / "endpoints" / name / "vm-h200").glob("*.json") if p.name != "machine.json"))
-        for name in ("base", "head")
-    ]
+    kept["steps"][0]["results"] = [str(results_file(name)) for name in ("base", "head")]
     state_path = tmp_path / "state.json"
     state_path.write_text(json.dumps(kept))
     question = Question(**kept["question"])
