@@ -187,7 +187,17 @@ local_service() {  # local_service STORE PORT: a `tewatch serve` of its own on 1
   python3 -m tewatch token create --name gpu-session --scope admin --db "$db" | tail -1
   setsid python3 -m tewatch serve --host 127.0.0.1 --port "$port" --db "$db" --log-level warning \
     >"$store/serve.log" 2>&1 </dev/null &
-  sleep 10
+  local pid=$! waited=0
+  until python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
+      "http://127.0.0.1:$port/api/v1/health" 2>/dev/null; do
+    if ! kill -0 "$pid" 2>/dev/null || ((waited >= 60)); then
+      echo "the service on port $port did not start:" >&2
+      tail -n 5 "$store/serve.log" >&2
+      return 1
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
 }
 
 keep_store() {  # keep_store STORE: a consistent copy of the service's database, and the store marked done

@@ -6,6 +6,7 @@ the spread of identical processes (max / min) and the delayed processes' median 
 each process's median of its calls and its 5th percentile.
 
     .venv/bin/python scripts/host_figures.py --processes 5            # GPU where there is one, else CPU
+    .venv/bin/python scripts/host_figures.py --workload python --pin 3  # pure Python, every process on CPU 3
 """
 
 from __future__ import annotations
@@ -52,6 +53,23 @@ class Instructions:
         return struct.unpack("q", os.read(self.fd, 8))[0]
 
 
+def busy_wait(seconds: float) -> None:
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
+
+
+def python_workload(delay: bool):
+    """Pure Python of a few hundred microseconds a call, no torch: how far the machine alone spreads."""
+
+    def call() -> None:
+        if delay:
+            busy_wait(DELAY_S)
+        sum(i * i for i in range(3000))
+
+    return call, "cpu"
+
+
 def workload(delay: bool):
     """A small forward and backward a call (launch-bound on a GPU), with the busy wait first when `delay`."""
     import torch
@@ -62,17 +80,17 @@ def workload(delay: bool):
 
     def call() -> None:
         if delay:
-            until = time.perf_counter() + DELAY_S
-            while time.perf_counter() < until:
-                pass
+            busy_wait(DELAY_S)
         y = torch.nn.functional.gelu(x @ w) * 0.5 + x
         y.sum().backward()  # on a GPU the backward runs on autograd's device thread
 
     return call, device
 
 
-def one_process(delay: bool) -> dict:
-    call, device = workload(delay)
+def one_process(delay: bool, kind: str, cpu: int | None) -> dict:
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+    call, device = (python_workload if kind == "python" else workload)(delay)
     for _ in range(50):
         call()
     counter = Instructions()
@@ -97,22 +115,34 @@ def one_process(delay: bool) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--processes", type=int, default=5, help="of each kind, alternating")
+    parser.add_argument(
+        "--workload",
+        choices=["torch", "python"],
+        default="torch",
+        help="a small forward and backward (default), or pure Python",
+    )
+    parser.add_argument("--pin", type=int, metavar="CPU", help="every process on this one CPU")
     parser.add_argument("--child", choices=["plain", "delay"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(one_process(args.child == "delay")))
+        print(json.dumps(one_process(args.child == "delay", args.workload, args.pin)))
         return
+    options = ["--workload", args.workload, *(["--pin", str(args.pin)] if args.pin is not None else [])]
     runs = []
     for _ in range(args.processes):
         for kind in ("plain", "delay"):
             done = subprocess.run(
-                [sys.executable, __file__, "--child", kind], capture_output=True, text=True, check=True
+                [sys.executable, __file__, "--child", kind, *options],
+                capture_output=True,
+                text=True,
+                check=True,
             )
             runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     plain = [r for r in runs if not r["delay"]]
     delayed = [r for r in runs if r["delay"]]
     print(
-        f"device {runs[0]['device']}, {len(plain)} + {len(delayed)} processes of {CALLS} calls, delay {DELAY_S * 1e6:.0f} us"
+        f"{args.workload} on {runs[0]['device']}, {len(plain)} + {len(delayed)} processes of {CALLS} calls, "
+        f"delay {DELAY_S * 1e6:.0f} us, {f'pinned to CPU {args.pin}' if args.pin is not None else 'not pinned'}"
     )
     if runs[0]["instructions_error"]:
         print(f"instructions: not counted here ({runs[0]['instructions_error']})")
