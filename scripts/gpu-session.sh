@@ -40,6 +40,10 @@
 #        performance bisection (`slow_bisect`) over a history of TE's installed Python made by
 #        scripts/slowdown_history.py, uploaded to a `tewatch serve` of its own (slow_store); then, until
 #        QUIET_UNTIL seconds after the plan started (1250), the offload cases once (`offload_check`).
+#   slow (kind nvidia-h200): that bisection alone, within SLOW_SECONDS over all its invocations (900); with
+#        SLOW_RESUME=DIR (carried) it goes on from an earlier machine's: DIR/state.json (slow_bisect's),
+#        DIR/slow-work/runs/ (its steps' results, as in slow_store/work.tar.gz) and DIR/kept.sqlite3 (its store)
+#        if kept. scripts/slowdown_history.py makes the same commits again, so the state's hold.
 #   releases (kind nvidia-h200): the quick profile on each TE release of RELEASES, oldest first, each
 #        installed side by side by scripts/gpu-te-prefix.sh into /opt/te/VERSION and made the interpreter's
 #        by a .pth file for its run (a plan waits up to
@@ -234,10 +238,15 @@ plan_slow() {  # the bisection of plan quiet alone, or resumed from its state fi
   slow_bisect "${SLOW_SECONDS:-900}"
 }
 
-slow_bisect() {  # slow_bisect SECONDS
+slow_bisect() {  # slow_bisect SECONDS: the bisection's time over every invocation (its state's spent_s included)
   local store=$results/slow_store repo=/tmp/slow-history url=http://127.0.0.1:8792 token package good bad
   package=$(python3 -c 'import importlib.util; print(importlib.util.find_spec("transformer_engine").submodule_search_locations[0])')
-  rm -rf "$repo" && mkdir -p "$results/slow_bisect"
+  rm -rf "$repo" && mkdir -p "$results/slow_bisect" "$store"
+  if [[ -d ${SLOW_RESUME:-} ]]; then  # an earlier machine's state, its steps' results and its store
+    cp "$SLOW_RESUME/state.json" "$results/slow_bisect/state.json"
+    cp -r "$SLOW_RESUME/slow-work" /tmp/
+    [[ -f $SLOW_RESUME/kept.sqlite3 ]] && cp "$SLOW_RESUME/kept.sqlite3" "$store/tewatch.sqlite3"
+  fi
   python3 scripts/slowdown_history.py --package-dir "$package" --repo "$repo" >"$results/slow_bisect/history.txt" \
     || return 1
   git -C "$repo" log --reverse --format='%H %s' >>"$results/slow_bisect/history.txt"
