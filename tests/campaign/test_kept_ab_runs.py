@@ -2,8 +2,6 @@
 the sized slowdowns against the base, and the A/A arm against the base, one process per case and side.
 The campaign scores its pull request against the perturbations each head case ran (campaign/scoring)."""
 
-from pathlib import Path
-
 import pytest
 
 from tests.campaign.replay import FIXTURES, replay_campaign
@@ -13,12 +11,16 @@ pytestmark = pytest.mark.long_running
 KEPT = FIXTURES / "h200-ab-quick"
 
 
-def _compare(arm: str, out: Path) -> dict:
-    return replay_campaign(KEPT / "base-results", KEPT / f"{arm}-results", out)["perturbations"]
+@pytest.fixture(scope="module")
+def summary(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One replay: the head as pull request 1, the kept A/A arm as pull request 2, both against the base."""
+    out = tmp_path_factory.mktemp("ab-quick")
+    aa = KEPT / "aa-results"
+    return replay_campaign(KEPT / "base-results", KEPT / "head-results", out, "--aa-results", str(aa))
 
 
-def test_the_extra_fp8_pass_is_found_in_kernel_time_where_event_time_cannot_see_it(tmp_path) -> None:
-    scored = _compare("head", tmp_path)
+def test_the_extra_fp8_pass_is_found_in_kernel_time_where_event_time_cannot_see_it(summary: dict) -> None:
+    scored = summary["perturbations"]
     assert scored["touched"] == 27 and scored["regressions"] == 11
     # every te.Linear and quantize case that ran the extra FP8 pass, and the reference RHT, are regressions;
     # what one process per side misses: GEMM +5 % (under the 2 % single-run floor), the reference
@@ -32,6 +34,24 @@ def test_the_extra_fp8_pass_is_found_in_kernel_time_where_event_time_cannot_see_
     )
 
 
-def test_the_a_a_arm_is_told_apart_from_the_base_in_at_most_two_cases(tmp_path) -> None:
-    scored = _compare("aa", tmp_path)
+def test_the_a_a_arm_is_told_apart_from_the_base_in_at_most_two_cases(summary: dict) -> None:
+    scored = summary["aa_perturbations"]
     assert scored["touched"] == 0 and len(scored["flagged_untouched"]) <= 2
+    assert summary["aa_flagged"] == scored["flagged_untouched"]
+    assert sum(summary["aa_pr_verdicts"].values()) > 0  # pull request 2 was compared
+
+
+@pytest.mark.parametrize("measure_aa", [False, True])
+def test_a_kept_a_a_arm_needs_its_base_and_replaces_measuring_one(tmp_path, measure_aa: bool) -> None:
+    from tewatch.campaign.pipeline import Campaign, CampaignOptions
+
+    opts = CampaignOptions(
+        project=tmp_path,
+        out=tmp_path / "out",
+        base_results=KEPT / "base-results" if measure_aa else None,
+        aa=measure_aa,
+        aa_results=KEPT / "aa-results",
+    )
+    with pytest.raises(RuntimeError, match=r"--aa-results .* needs --base-results"):
+        Campaign(opts, print)
+    assert not (tmp_path / "out").exists()

@@ -24,23 +24,19 @@ MIB = 2**20
 
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory):
+    """One replay: the head as pull request 1, the kept A/A arm as pull request 2, both against the base."""
     out = tmp_path_factory.mktemp("memnum")
-    summary = replay_campaign(KEPT / "base-results", KEPT / "head-results", out)
+    aa = KEPT / "aa-results"
+    summary = replay_campaign(KEPT / "base-results", KEPT / "head-results", out, "--aa-results", str(aa))
     server = start_server(f"sqlite:///{out / 'campaign.sqlite3'}", out / "serve.log")
     yield summary, server, out
     stop_server(server)
 
 
-@pytest.fixture(scope="module")
-def a_a(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("memnum-aa")
-    replay_campaign(KEPT / "base-results", KEPT / "aa-results", out)
-    return out
-
-
-def pr_report(out: Path) -> dict:
-    (delivered,) = [json.loads(p.read_text()) for p in (out / "webhooks").glob("*-pr.report.json")]
-    return delivered["body"]["data"]
+def pr_report(out: Path, pr: int = 1) -> dict:
+    delivered = [json.loads(p.read_text()) for p in (out / "webhooks").glob("*-pr.report.json")]
+    (report,) = [d["body"]["data"] for d in delivered if d["body"]["data"]["pr_number"] == pr]
+    return report
 
 
 def sections(markdown: str, *titles: str) -> str:
@@ -117,8 +113,10 @@ def test_the_report_markdown_shows_both_sections_as_kept(replayed) -> None:
     assert sections(markdown, "Memory", "Numerics") == SNAPSHOT.read_text()
 
 
-def test_the_a_a_arm_reports_no_memory_or_numerics_change(a_a: Path) -> None:
-    report = pr_report(a_a)
+def test_the_a_a_arm_reports_no_memory_or_numerics_change(replayed) -> None:
+    summary, _, out = replayed
+    assert summary["aa_perturbations"]["touched"] == 0
+    report = pr_report(out, 2)
     assert report["memory"] == [] and report["numerics"] == []
     assert report["memory_failures"] == report["numerics_drift"] == 0
-    assert "### Memory" not in (a_a / "pr-report.md").read_text()
+    assert "### Memory" not in (out / "pr-report-2.md").read_text()

@@ -50,6 +50,7 @@ class CampaignOptions:
     database_url: str | None = None
     rounds: int = 3  # A/B rounds per side; 1: one run per side, one after the other
     aa: bool = False  # also an A/A arm (the base's code again), uploaded as pull request pr_number + 1
+    aa_results: Path | None = None  # a kept A/A arm uploaded as pr_number + 1 (with base_results)
     deadline_s: float | None = None  # no A/B round starts that would end past this many seconds
 
 
@@ -68,8 +69,9 @@ class CampaignSummary:
     rounds: int = 1
     round_seconds: list[dict[str, float]] = field(default_factory=list)
     aa_pr_verdicts: dict[str, int] = field(default_factory=dict)
-    # the head's cases against the perturbations they ran, and the A/A arm's flagged cases
+    # the head's cases against the perturbations they ran, the A/A arm's the same way, and its flagged cases
     perturbations: dict = field(default_factory=dict)
+    aa_perturbations: dict = field(default_factory=dict)
     aa_flagged: list[str] = field(default_factory=list)
 
 
@@ -84,6 +86,11 @@ def tewatch_cli(*args: str) -> subprocess.CompletedProcess:
 
 class Campaign:
     def __init__(self, opts: CampaignOptions, say: Callable[[str], None]) -> None:
+        if opts.aa_results is not None and (opts.aa or opts.base_results is None):
+            raise RuntimeError(
+                "--aa-results uploads an A/A arm kept beside its base: it needs --base-results, and "
+                "replaces --aa (which measures one)"
+            )
         self.opts = opts
         self.say = say
         self.summary = CampaignSummary(perturb=opts.perturb)
@@ -120,15 +127,19 @@ class Campaign:
             base = self._base(service.url, token, measured.get("base"))
             head = self._head(service.url, token, base, measured.get("head"))
             head_results = self.opts.head_results or measured.get("head") or self.opts.out / "head-results"
-            if "aa" in measured:
-                self._upload_pr(service.url, token, measured["aa"], self.opts.pr_number + 1, base, "A/A arm")
+            aa_results = self.opts.aa_results or measured.get("aa")
+            if aa_results is not None:
+                aa = self._upload_pr(service.url, token, aa_results, self.opts.pr_number + 1, base, "A/A arm")
+                self.arm_commits[aa] = "aa"
             self._timed(
                 "detect on the branch",
                 lambda: self._cli("detect", "--branch", self.opts.branch, "--db", self.database_url),
             )
-            self._timed("wait for pr.report", lambda: self._wait_for_report(receiver, 1 + ("aa" in measured)))
-            self._collect(client, receiver, base, head)
-            self._score(head_results)
+            self._timed(
+                "wait for pr.report", lambda: self._wait_for_report(receiver, 1 + (aa_results is not None))
+            )
+            self._collect(client, receiver, base, head, aa_results is not None)
+            self._score(head_results, aa_results)
             self._timed("render pages", lambda: self._render_pages(client))
         self.summary.seconds["total"] = round(time.monotonic() - started, 1)
         (self.opts.out / "summary.json").write_text(json.dumps(self.summary.__dict__, indent=1, default=str))
@@ -251,7 +262,9 @@ class Campaign:
             time.sleep(0.5)
         raise RuntimeError(f"no pr.report webhook arrived within {PR_REPORT_WAIT_S:.0f} s")
 
-    def _collect(self, client: ApiClient, receiver: WebhookReceiver, base: str, head: str) -> None:
+    def _collect(
+        self, client: ApiClient, receiver: WebhookReceiver, base: str, head: str, aa_arm: bool
+    ) -> None:
         for run in client.runs({}):
             commit = run["commit_sha"]
             label = (
@@ -267,7 +280,7 @@ class Campaign:
         self.summary.alerts = list(client.alerts({}))
         comparisons = client.pr_comparisons(self.opts.pr_number)
         self.summary.pr_verdicts = dict(Counter(c["verdict"] for c in comparisons))
-        if self.opts.aa:
+        if aa_arm:
             aa = client.pr_comparisons(self.opts.pr_number + 1)
             self.summary.aa_pr_verdicts = dict(Counter(c["verdict"] for c in aa))
         self.summary.webhooks = dict(Counter(d["event"] for d in receiver.deliveries))
@@ -277,13 +290,14 @@ class Campaign:
             name = "pr-report.md" if number == self.opts.pr_number else f"pr-report-{number}.md"
             (self.opts.out / name).write_text(event["body"]["data"]["markdown"])
 
-    def _score(self, head_results: Path) -> None:
+    def _score(self, head_results: Path, aa_results: Path | None) -> None:
         engine = make_engine(self.database_url)
         try:
             outcome = score(touched_cases(head_results), pr_case_verdicts(engine, self.opts.pr_number))
             self.summary.perturbations = outcome.__dict__
-            if self.opts.aa:
-                aa = score({}, pr_case_verdicts(engine, self.opts.pr_number + 1))
+            if aa_results is not None:
+                aa = score(touched_cases(aa_results), pr_case_verdicts(engine, self.opts.pr_number + 1))
+                self.summary.aa_perturbations = aa.__dict__
                 self.summary.aa_flagged = aa.flagged_untouched
         finally:
             engine.dispose()

@@ -35,6 +35,11 @@ def campaign(
         "--aa",
         help="also measure the base's code as a third arm, uploaded as pull request PR+1 (an A/A)",
     ),
+    aa_results: Path | None = typer.Option(
+        None,
+        help="upload these asv results, an A/A arm kept beside --base-results, as pull request PR+1 "
+        "instead of measuring one (e.g. a kept campaign's third arm)",
+    ),
     deadline: float | None = typer.Option(None, help="seconds: start no round that would end past this"),
     project: Path = typer.Option(Path("."), help="folder holding asv.conf.json and benchmarks/"),
     db: DatabaseOption = None,
@@ -58,6 +63,7 @@ def campaign(
         database_url=db,
         rounds=rounds,
         aa=aa,
+        aa_results=aa_results.resolve() if aa_results else None,
         deadline_s=deadline,
     )
     try:
