@@ -13,8 +13,9 @@ expects the service to flag exactly what they break. Each one imitates a real cl
   each breaks exactly the property one of the general checks (benchmarks/checks.py) looks at: every
   second quantize flips a bit; a last dimension off the 16 grid is padded and quantized silently; the
   compiled emulated te.Linear skips quantization in eval mode.
-- `torchref-compile-stale-weight` (correctness): compiled in training mode, the emulated te.Linear keeps the weight values
-  of its first call, so a layer compiled whole (`checks.CompiledLayer`) misses an update of its weights.
+- `torchref-compile-stale-weight` (correctness): compiled in training mode, the emulated te.LayerNormMLP's linears keep
+  the weight values of their first call, so a layer compiled whole (`checks.CompiledLayer`) misses an update of its
+  weights; a te.Linear on its own is left alone, so the compile sequences' graphs stay those of the unperturbed code.
 - `torchref-fsdp-stale-load` (correctness): the emulated Linear, sharded with FSDP2, puts a copy of its
   weight shard in its state dict and ignores the state dict it is loaded with, so a load through DCP
   fills the copy, reports success and leaves the module's own values (TE bug zoo #12: DCP loading broken
@@ -299,25 +300,34 @@ def _compile_eval_path(emu: Any) -> None:
 
 
 def _compile_stale_weight(emu: Any) -> None:
-    """Compiled in training mode, the emulated te.Linear keeps the weight values of its first call (a graph
-    that baked the weight in as a constant): an update of the weights in place is not seen."""
+    """Compiled in training mode, the emulated te.LayerNormMLP's two linears keep the weight values of their
+    first call (a graph that baked the weight in as a constant): an update of the weights in place is not
+    seen. A te.Linear on its own (the compile sequences') is left as it was: only its own graphs change."""
     import torch
 
     from benchmarks.harness import emulated_linear
 
-    original = emulated_linear.EmulatedNVFP4Linear.forward
+    class StaleWeightLinear(emulated_linear.EmulatedNVFP4Linear):
+        def forward(self, x: Any) -> Any:
+            touched["torchref-compile-stale-weight"] += 1
+            if not torch.compiler.is_compiling() or not self.training:
+                return super().forward(x)
+            if not hasattr(self, "_baked_weight"):
+                self._baked_weight = self.weight.detach().clone()
+            # the old values, the new gradient
+            baked = self.weight + (self._baked_weight - self.weight).detach()
+            return emulated_linear._EmulatedNVFP4Linear.apply(x, baked)
+
+    layer = emulated_linear.EmulatedNVFP4LayerNormMLP
+    original = layer.__init__
 
     @functools.wraps(original)
-    def forward(self: Any, x: Any) -> Any:
-        touched["torchref-compile-stale-weight"] += 1
-        if not torch.compiler.is_compiling() or not self.training:
-            return original(self, x)
-        if not hasattr(self, "_baked_weight"):
-            self._baked_weight = self.weight.detach().clone()
-        baked = self.weight + (self._baked_weight - self.weight).detach()  # the old values, the new gradient
-        return emulated_linear._EmulatedNVFP4Linear.apply(x, baked)
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        for linear in (self.fc1, self.fc2):
+            linear.__class__ = StaleWeightLinear
 
-    emulated_linear.EmulatedNVFP4Linear.forward = forward  # type: ignore[method-assign]
+    layer.__init__ = init  # type: ignore[method-assign]
 
 
 def _fsdp_stale_load(emu: Any) -> None:

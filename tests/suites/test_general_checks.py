@@ -16,21 +16,27 @@ from tests.runner.test_run_ci_profile import _runner
 pytestmark = pytest.mark.long_setup
 
 BENCH = r"^checks\."
-# under the perturbations, the cases whose verdicts say which check each one breaks: every determinism
-# case, the odd shapes padded silently and one on the grid, both compile sequences, the compiled MLP
-BROKEN_BENCH = (
-    r"^checks\.(Determinism|CompileSequence)\."
+# under the perturbations, the cases whose verdicts say which check each one breaks, in two runs: every
+# determinism case, the odd shapes padded silently and one on the grid under the quantizer's perturbations;
+# both compile sequences and the compiled MLP under the compile perturbations
+QUANTIZER_BENCH = (
+    r"^checks\.Determinism\."
     r"|^checks\.OddShapes\.track_seconds\('(torch-ref', '(128x130|256x256)|torch-ref-2d', '100x256)'\)"
-    r"|^checks\.CompiledLayer\.track_seconds\('torch-ref', 'LayerNormMLP'\)"
 )
-BREAKS = (
-    "torchref-nondeterministic,torchref-odd-shape-silent,torchref-compile-eval-path,"
-    "torchref-compile-stale-weight"
+QUANTIZER_BREAKS = "torchref-nondeterministic,torchref-odd-shape-silent"
+COMPILE_BENCH = (
+    r"^checks\.CompileSequence\.|^checks\.CompiledLayer\.track_seconds\('torch-ref', 'LayerNormMLP'\)"
 )
+COMPILE_BREAKS = "torchref-compile-eval-path,torchref-compile-stale-weight"
 
 
 def _verdicts(
-    project: Path, home: Path, results: Path, perturb: str = "", bench: str = BENCH
+    project: Path,
+    home: Path,
+    results: Path,
+    perturb: str = "",
+    bench: str = BENCH,
+    inductor_cache: Path | None = None,
 ) -> dict[str, dict]:
     command, env = _runner(
         project,
@@ -47,6 +53,7 @@ def _verdicts(
         str(results),
         "--commit",
         "c" * 40,
+        inductor_cache=inductor_cache,
     )
     env["TEWATCH_PERTURB"] = perturb
     proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
@@ -61,9 +68,26 @@ def _verdicts(
 
 @pytest.fixture(scope="module")
 def runs(project: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
-    plain = _verdicts(project, tmp_path_factory.mktemp("home"), tmp_path_factory.mktemp("plain"))
+    inductor = tmp_path_factory.mktemp("inductor")
+    plain = _verdicts(
+        project, tmp_path_factory.mktemp("home"), tmp_path_factory.mktemp("plain"), inductor_cache=inductor
+    )
     broken = _verdicts(
-        project, tmp_path_factory.mktemp("home"), tmp_path_factory.mktemp("broken"), BREAKS, BROKEN_BENCH
+        project,
+        tmp_path_factory.mktemp("home"),
+        tmp_path_factory.mktemp("broken"),
+        QUANTIZER_BREAKS,
+        QUANTIZER_BENCH,
+    )
+    # the compile perturbations' run loads what the plain run compiled where its graphs are the same (the
+    # cache's key is the graph's and the generated code's content) and compiles the graphs they change
+    broken |= _verdicts(
+        project,
+        tmp_path_factory.mktemp("home"),
+        tmp_path_factory.mktemp("broken-compiled"),
+        COMPILE_BREAKS,
+        COMPILE_BENCH,
+        inductor_cache=inductor,
     )
     return plain, broken
 
