@@ -5,10 +5,12 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -55,35 +57,46 @@ def inductor_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("inductor")
 
 
+@pytest.fixture(scope="module")
+def runs(
+    project: Path, inductor_cache: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str], tuple[subprocess.CompletedProcess, Path]]:
+    """The run of each launch method, made once when first asked for (the chunk test reads a copy of the
+    spawn run's results)."""
+    made: dict[str, tuple[subprocess.CompletedProcess, Path]] = {}
+
+    def run_of(launch_method: str) -> tuple[subprocess.CompletedProcess, Path]:
+        if launch_method not in made:
+            home = tmp_path_factory.mktemp("home")
+            results = tmp_path_factory.mktemp("results")
+            proc = tewatch_run(
+                project,
+                home,
+                "--profile",
+                "ci",
+                "--backends",
+                "torch-ref",
+                "--bench",
+                SPAWN_SUITES if launch_method == "spawn" else SUITES,
+                "--machine",
+                "ci-cpu",
+                "--results-dir",
+                str(results),
+                "--commit",
+                COMMIT,
+                "--launch-method",
+                launch_method,
+                inductor_cache=inductor_cache,
+            )
+            made[launch_method] = proc, results
+        return made[launch_method]
+
+    return run_of
+
+
 @pytest.fixture(scope="module", params=["forkserver", "spawn"])
-def run(
-    project: Path,
-    inductor_cache: Path,
-    tmp_path_factory: pytest.TempPathFactory,
-    request: pytest.FixtureRequest,
-) -> tuple[subprocess.CompletedProcess, Path]:
-    home = tmp_path_factory.mktemp("home")
-    results = tmp_path_factory.mktemp("results")
-    proc = tewatch_run(
-        project,
-        home,
-        "--profile",
-        "ci",
-        "--backends",
-        "torch-ref",
-        "--bench",
-        SPAWN_SUITES if request.param == "spawn" else SUITES,
-        "--machine",
-        "ci-cpu",
-        "--results-dir",
-        str(results),
-        "--commit",
-        COMMIT,
-        "--launch-method",
-        request.param,
-        inductor_cache=inductor_cache,
-    )
-    return proc, results
+def run(runs: Callable, request: pytest.FixtureRequest) -> tuple[subprocess.CompletedProcess, Path]:
+    return runs(request.param)
 
 
 def test_run_succeeds_and_files_results_under_the_given_commit(run: tuple) -> None:
@@ -206,11 +219,29 @@ def test_bad_options_fail_with_one_clear_line(project: Path, tmp_path: Path) -> 
     assert "--launch-method must be one of spawn, forkserver" in " ".join(proc.stderr.split())
 
 
+def _chunk(machine_dir: Path) -> tuple[list, list]:
+    """The results files' data and the case records of a machine's folder."""
+    data = [json.loads(p.read_text()) for p in machine_dir.glob("*.json") if p.name != "machine.json"]
+    return data, sorted(p.read_bytes() for p in machine_dir.glob("*.tewatch/cases/*.json"))
+
+
 def test_a_chunk_cut_off_by_a_time_limit_leaves_the_earlier_chunk_as_it_was(
-    project: Path, inductor_cache: Path, tmp_path: Path
+    project: Path, inductor_cache: Path, runs: Callable, tmp_path: Path
 ) -> None:
+    # the earlier chunk: a copy of the spawn run's results (rht, gemm, contracts, a quantize case and
+    # rank-2 te.Linear), filed under COMMIT as a finished chunk is
+    spawned, spawn_results = runs("spawn")
+    assert spawned.returncode == 0, spawned.stderr[-3000:]
     results = tmp_path / "results"
-    common = (
+    shutil.copytree(spawn_results, results, ignore=shutil.ignore_patterns(".inductor-cache"))
+    machine_dir = results / "ci-cpu"
+    before = sorted(p.name for p in machine_dir.glob("*.tewatch/cases/*.json"))
+    assert len(before) == CASES_RUN["spawn"]
+    earlier = _chunk(machine_dir)
+
+    command, env = _runner(
+        project,
+        tmp_path,
         "--profile",
         "ci",
         "--backends",
@@ -221,13 +252,10 @@ def test_a_chunk_cut_off_by_a_time_limit_leaves_the_earlier_chunk_as_it_was(
         str(results),
         "--commit",
         COMMIT,
+        "--bench",
+        r"^quantize\.",
+        inductor_cache=inductor_cache,
     )
-    first = tewatch_run(project, tmp_path, *common, "--bench", r"^rht\.", inductor_cache=inductor_cache)
-    assert first.returncode == 0, first.stderr[-3000:]
-    machine_dir = results / "ci-cpu"
-    before = sorted(p.name for p in machine_dir.glob("*.tewatch/cases/*.json"))
-
-    command, env = _runner(project, tmp_path, *common, "--bench", r"^linear\.", inductor_cache=inductor_cache)
     # as `timeout --signal=INT` does: the signal goes to the runner's whole process group; the runner
     # starts with SIGINT ignored, as a shell script's background job does
     with subprocess.Popen(
@@ -239,15 +267,18 @@ def test_a_chunk_cut_off_by_a_time_limit_leaves_the_earlier_chunk_as_it_was(
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     ) as second:
         deadline = time.monotonic() + 600
-        while not list(machine_dir.glob(".tewatch-staging-*/cases/linear.*.json")):
-            assert second.poll() is None and time.monotonic() < deadline, "no linear case was recorded"
+        # a case of this chunk recorded (the staging folder starts with a copy of the earlier chunk's)
+        staged = ".tewatch-staging-*/cases/quantize.*.json"
+        while not {p.name for p in machine_dir.glob(staged)} - set(before):
+            assert second.poll() is None and time.monotonic() < deadline, "no new quantize case was recorded"
             time.sleep(0.5)
         os.killpg(second.pid, signal.SIGINT)
         assert second.wait(timeout=60) != 0
 
     files = [p.name for p in machine_dir.glob("*.json") if p.name != "machine.json"]
     assert files == [f"{COMMIT[:8]}-existing-{files[0].split('-existing-')[1]}"]
+    assert _chunk(machine_dir) == earlier
     assert not list(machine_dir.glob(".tewatch-staging-*"))
     assert sorted(p.name for p in machine_dir.glob("*.tewatch/cases/*.json")) == before
     run_json = json.loads(next(machine_dir.glob("*.tewatch/run.json")).read_text())
-    assert run_json["bench_filter"] == r"^rht\."
+    assert run_json["bench_filter"] == SPAWN_SUITES
