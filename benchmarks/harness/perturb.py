@@ -14,7 +14,7 @@ expects the service to flag exactly what they break. Each one imitates a real cl
   second quantize flips a bit; a last dimension off the 16 grid is padded and quantized silently; the
   compiled emulated te.Linear skips quantization in eval mode.
 - `torchref-compile-stale-weight` (correctness): compiled in training mode, the emulated te.LayerNormMLP's linears keep
-  the weight values of their first call, so a layer compiled whole (`checks.CompiledLayer`) misses an update of its
+  the weight values they were built with, so a layer compiled whole (`checks.CompiledLayer`) misses an update of its
   weights; a te.Linear on its own is left alone, so the compile sequences' graphs stay those of the unperturbed code.
 - `torchref-fsdp-stale-load` (correctness): the emulated Linear, sharded with FSDP2, puts a copy of its
   weight shard in its state dict and ignores the state dict it is loaded with, so a load through DCP
@@ -300,20 +300,22 @@ def _compile_eval_path(emu: Any) -> None:
 
 
 def _compile_stale_weight(emu: Any) -> None:
-    """Compiled in training mode, the emulated te.LayerNormMLP's two linears keep the weight values of their
-    first call (a graph that baked the weight in as a constant): an update of the weights in place is not
-    seen. A te.Linear on its own (the compile sequences') is left as it was: only its own graphs change."""
+    """Compiled in training mode, the emulated te.LayerNormMLP's two linears compute with the weight values
+    they were built with (a copy taken once and never refreshed, as a graph that baked the weight in as a
+    constant): an update of the weights in place is not seen. The copy is taken outside the graph, so the
+    layer compiles once, as the unperturbed one does. A te.Linear on its own (the compile sequences') is
+    left as it was: only its own graphs change."""
     import torch
 
     from benchmarks.harness import emulated_linear
 
     class StaleWeightLinear(emulated_linear.EmulatedNVFP4Linear):
+        _baked_weight: torch.Tensor
+
         def forward(self, x: Any) -> Any:
             touched["torchref-compile-stale-weight"] += 1
             if not torch.compiler.is_compiling() or not self.training:
                 return super().forward(x)
-            if not hasattr(self, "_baked_weight"):
-                self._baked_weight = self.weight.detach().clone()
             # the old values, the new gradient
             baked = self.weight + (self._baked_weight - self.weight).detach()
             return emulated_linear._EmulatedNVFP4Linear.apply(x, baked)
@@ -326,6 +328,7 @@ def _compile_stale_weight(emu: Any) -> None:
         original(self, *args, **kwargs)
         for linear in (self.fc1, self.fc2):
             linear.__class__ = StaleWeightLinear
+            linear._baked_weight = linear.weight.detach().clone()
 
     layer.__init__ = init  # type: ignore[method-assign]
 
