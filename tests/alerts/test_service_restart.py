@@ -32,7 +32,10 @@ def wait_for(condition, timeout: float) -> bool:
 
 def test_killing_the_service_mid_delivery_loses_no_event(db_url, tmp_path, monkeypatch):
     monkeypatch.setenv("TEWATCH_WEBHOOK_POLL_SECONDS", "0.1")
-    monkeypatch.setenv("TEWATCH_WEBHOOK_TIMEOUT_SECONDS", "2")  # a dead worker's lease ends after 7 s
+    # a dead worker's lease ends after 7 s (max(3 x timeout, deadline) + 1): the second service waits for
+    # it before it sends the delivery the first one was killed in; the receiver answers in 0.4 s
+    monkeypatch.setenv("TEWATCH_WEBHOOK_TIMEOUT_SECONDS", "2")
+    monkeypatch.setenv("TEWATCH_WEBHOOK_DEADLINE_SECONDS", "6")
     monkeypatch.setenv("TEWATCH_WEBHOOK_BACKOFF_SECONDS", "0.2")
     monkeypatch.setenv("TEWATCH_WEBHOOK_ALLOW_LOOPBACK", "true")
     engine = make_engine(db_url)
