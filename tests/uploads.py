@@ -4,26 +4,19 @@ user does, through the CLI."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.conftest import fixture_results_dirs
+from tests.served import run_cli
 from tewatch.ingest.bundle import UploadBundle
 from tewatch.ingest.discover import RunFiles, find_runs
 
 TINY = Path(__file__).resolve().parent / "fixtures" / "asv-tiny" / "results"
-CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 
 
 def cli_upload(server, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`tewatch upload RESULTS` to a live server with its token, `args` after."""
-    return subprocess.run(
-        [*CLI, "upload", str(results), "--url", server.url, "--token", server.token, *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    return run_cli(["upload", str(results), "--url", server.url, "--token", server.token, *args], timeout=600)
 
 
 def all_fixture_runs() -> list[RunFiles]:

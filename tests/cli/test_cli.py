@@ -1,10 +1,12 @@
-"""The `tewatch` commands of the service, run as processes."""
+"""The `tewatch` commands of the service, run as processes (forked from one that imported the CLI,
+tests/served.py; the last two tests start fresh interpreters)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+from tests.served import run_cli
 from tests.uploads import TINY
 from tewatch.store.engine.database import make_engine
 from tewatch.store.schema.models import TokenScope
@@ -14,7 +16,7 @@ CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 
 
 def tewatch(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, check=False)
+    return run_cli(list(args), timeout=300)
 
 
 def test_token_create_prints_a_working_token_last_and_stores_only_its_hash(db_url):

@@ -3,14 +3,13 @@
 A real `tewatch serve` sits behind a small threaded HTTP proxy that fails requests as a test scripts it:
 503 or 429 from the proxy, the connection dropped before the request reaches the service, or dropped after
 the service stored the upload (so the retry must be answered "already stored", never stored twice). The
-command runs as a process, with a backoff of a few hundredths of a second."""
+command runs as a process (tests/served.py's run_cli), with a backoff of a few hundredths of a second."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,9 +19,9 @@ import httpx
 import pytest
 
 from tests.conftest import served_sqlite
+from tests.served import run_cli
 from tests.uploads import TINY
 
-CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 FAST = ["--retry-wait", "0.01"]
 
 
@@ -124,12 +123,9 @@ def proxy(service) -> Iterator[FlakyProxy]:
 
 
 def upload(proxy: FlakyProxy, token: str, *options: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*CLI, "upload", str(TINY), "--url", proxy.url, "--token", token, "--branch", "retry", *options],
-        capture_output=True,
-        text=True,
+    return run_cli(
+        ["upload", str(TINY), "--url", proxy.url, "--token", token, "--branch", "retry", *options],
         timeout=300,
-        check=False,
     )
 
 

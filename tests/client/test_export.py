@@ -4,25 +4,17 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
 from tests.conftest import free_port
+from tests.served import run_cli
 from tewatch.client import Client
-
-CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 
 
 def export(url: str, out, *options: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*CLI, "export", str(out), "--url", url, *options],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run_cli(["export", str(out), "--url", url, *options], timeout=300)
 
 
 @pytest.fixture(scope="module")

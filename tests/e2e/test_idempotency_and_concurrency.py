@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from concurrent.futures import ThreadPoolExecutor
 
+from tests.served import run_cli
 from tests.uploads import TINY, parts_of, post_run, tiny_run
-
-UPLOAD = "from tewatch.cli import main; main()"
 
 
 def test_same_upload_twice_stores_one_run(live_server):
@@ -39,29 +37,12 @@ def test_concurrent_uploads_from_several_processes_lose_nothing(live_server):
     branches = [f"conc-{i}" for i in range(4)]
     jobs = branches + branches[:2]  # two branches uploaded twice at the same time
     before = live_server.counts()
-    processes = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                UPLOAD,
-                "upload",
-                str(TINY),
-                "--url",
-                live_server.url,
-                "--token",
-                live_server.token,
-                "--branch",
-                branch,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for branch in jobs
-    ]
-    outputs = [(p.wait(timeout=180), *p.communicate()) for p in processes]
-    for code, out, err in outputs:
+    upload = ["upload", str(TINY), "--url", live_server.url, "--token", live_server.token, "--branch"]
+    # a process per upload, all started at once (forked: tests/served.py's run_cli)
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        outputs = list(pool.map(lambda branch: run_cli([*upload, branch], timeout=180), jobs))
+    for done in outputs:
+        code, out, err = done.returncode, done.stdout, done.stderr
         assert code == 0, err
         assert out.count("\nrun ") + out.startswith("run ") == 2, out
     after = live_server.counts()

@@ -6,17 +6,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 from sqlalchemy.orm import Session
 
 from tests.conftest import served_sqlite
 from tests.history.django_data import django_results
+from tests.served import run_cli
 from tewatch.pipeline.history import branch_histories
 from tewatch.store.engine.database import make_engine
 from tewatch.store.reads import queries
 
-CLI = [sys.executable, "-c", "from tewatch.cli import main; main()"]
 DAY = 86_400
 BENCHMARK = "form_benchmarks.form_clean.benchmark.FormClean.time_form_clean"
 FAILING = "query_benchmarks.query_all.benchmark.QueryAll.time_query_all"
@@ -98,7 +97,6 @@ def test_the_git_graph_orders_commits_whose_dates_do_not(tmp_path):
     write_results(results, shas, dates)
     with served_sqlite(tmp_path) as (server, db_url):
         upload = [
-            *CLI,
             "upload",
             str(results),
             "--url",
@@ -108,15 +106,11 @@ def test_the_git_graph_orders_commits_whose_dates_do_not(tmp_path):
             "--branch",
             "main",
         ]
-        assert subprocess.run(upload, capture_output=True, text=True, timeout=300).returncode == 0
+        assert run_cli(upload, timeout=300).returncode == 0
         by_date = order(db_url)
         assert by_date[0] == shas[-1] and by_date != shas
-        done = subprocess.run(
-            [*CLI, "commits", str(tmp_path / "repo"), "--url", server.url, "--token", server.token],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
+        done = run_cli(
+            ["commits", str(tmp_path / "repo"), "--url", server.url, "--token", server.token], timeout=300
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "sent 9 commits; 9 stored commits now follow the graph"

@@ -8,14 +8,13 @@ import itertools
 import json
 import math
 import shutil
-import subprocess
-import sys
 
 import pytest
 from asv.results import Results
 from sqlalchemy import select
 
 from tests.conftest import ASV_V1
+from tests.served import run_cli
 from tests.uploads import files_of, parts_of, post_run
 from tewatch.ingest.asv_files import parse_results
 from tewatch.ingest.asv_v1 import update_to_2
@@ -173,11 +172,10 @@ def test_tewatch_upload_says_what_it_skipped_and_which_format_it_read(live_serve
     for run in find_runs(folder):
         if not _names_dropped(run):
             run.result.unlink()
-    done = subprocess.run(
-        [sys.executable, "-c", "from tewatch.cli import main; main()", "upload", str(folder), "--url",
-         live_server.url, "--token", live_server.token, "--branch", "v1"],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    done = run_cli(
+        ["upload", str(folder), "--url", live_server.url, "--token", live_server.token, "--branch", "v1"],
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     (line,) = [line for line in done.stdout.splitlines() if line.startswith("run ")]
     assert line.endswith(
