@@ -5,8 +5,6 @@ as one comment and a failing status on the head commit."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import pytest
 
 from tests.conftest import FIXTURES, served_sqlite
 from tests.github.fake_github import FakeGitHub
+from tests.served import run_cli
 from tewatch.github.comment import MARKER
 
 pytestmark = pytest.mark.long_running
@@ -29,11 +28,8 @@ def commit_of(results: Path) -> str:
 
 
 def upload(server, results: Path, *args: str) -> None:
-    done = subprocess.run(
+    done = run_cli(
         [
-            sys.executable,
-            "-m",
-            "tewatch",
             "upload",
             str(results),
             "--url",
@@ -44,10 +40,7 @@ def upload(server, results: Path, *args: str) -> None:
             "acme/TransformerEngine",
             *args,
         ],
-        capture_output=True,
-        text=True,
         timeout=300,
-        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
 
