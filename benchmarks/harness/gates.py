@@ -97,8 +97,7 @@ def capabilities_from_te() -> Capabilities:
     import torch
 
     if not torch.cuda.is_available():
-        no = (False, "CUDA device required")
-        return Capabilities(cuda=no, fp8=no, fp8_block=no, mxfp8=no, nvfp4=no)
+        return capabilities_without_cuda()
     from benchmarks.harness.te_import import import_transformer_engine
 
     q = import_transformer_engine().quantization
@@ -114,6 +113,12 @@ def capabilities_from_te() -> Capabilities:
         mxfp8=ask(q.check_mxfp8_support),
         nvfp4=ask(q.check_nvfp4_support),
     )
+
+
+def capabilities_without_cuda() -> Capabilities:
+    """No CUDA device: nothing to ask Transformer Engine."""
+    no = (False, "CUDA device required")
+    return Capabilities(cuda=no, fp8=no, fp8_block=no, mxfp8=no, nvfp4=no)
 
 
 def capabilities_without_te(reason: str) -> Capabilities:

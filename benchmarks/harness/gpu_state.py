@@ -114,7 +114,7 @@ def collect_series(samples: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return out
 
 
-def _dist_version(name: str) -> str:
+def dist_version(name: str) -> str:
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
@@ -148,12 +148,12 @@ def software_versions(torch: Any | None = None, nvml: Nvml | None = None) -> dic
     """Versions of everything that changes what a case measures. Never imports TE."""
     versions = {
         "python": platform.python_version(),
-        "torch": getattr(torch, "__version__", "") if torch is not None else _dist_version("torch"),
-        "te": _dist_version("transformer_engine") or _dist_version("transformer-engine"),
-        "triton": _dist_version("triton"),
-        "asv": _dist_version("asv"),
-        "asv_runner": _dist_version("asv_runner"),
-        "nvidia_ml_py": _dist_version("nvidia-ml-py"),
+        "torch": getattr(torch, "__version__", "") if torch is not None else dist_version("torch"),
+        "te": dist_version("transformer_engine") or dist_version("transformer-engine"),
+        "triton": dist_version("triton"),
+        "asv": dist_version("asv"),
+        "asv_runner": dist_version("asv_runner"),
+        "nvidia_ml_py": dist_version("nvidia-ml-py"),
         "cuda": "",
         "cudnn": "",
         "cublaslt": "",

@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from benchmarks.harness import gates, preload
-from benchmarks.harness.gpu_state import Nvml, software_versions
+from benchmarks.harness.gpu_state import Nvml, dist_version, software_versions
 
 _LOCAL_HASH = re.compile(r"\+(?:g|git)?([0-9a-f]{7,40})(?:\.|$)")
 
@@ -45,9 +45,19 @@ def _te_direct_url() -> str | None:
     return None
 
 
+NO_GPU: dict[str, Any] = {"model": "cpu", "compute_capability": "", "count": 0, "memory_mb": None}
+_CPU_BUILD = re.compile(r"\+cpu(?:\.|$)")
+
+
+def torch_without_cuda() -> bool:
+    """Whether the installed torch is a CPU build (its version's local label `+cpu`), for which no GPU can
+    exist: read from its metadata, without importing it (5 s of CPU on a 2-core machine)."""
+    return bool(_CPU_BUILD.search(dist_version("torch")))
+
+
 def gpu_info(torch: Any, nvml: Nvml | None) -> dict[str, Any]:
     if not torch.cuda.is_available():
-        return {"model": "cpu", "compute_capability": "", "count": 0, "memory_mb": None}
+        return dict(NO_GPU)
     props = torch.cuda.get_device_properties(0)
     info: dict[str, Any] = {
         "model": props.name,
@@ -63,6 +73,8 @@ def gpu_info(torch: Any, nvml: Nvml | None) -> dict[str, Any]:
 
 
 def probe() -> dict[str, Any]:
+    if torch_without_cuda():
+        return cpu_probe()
     import torch
 
     # before anything here creates a CUDA context: can asv fork cases from a process holding TE?
@@ -86,6 +98,21 @@ def probe() -> dict[str, Any]:
         "capabilities": capabilities,
         "te_error": te_error,
         "fork": fork,
+    }
+
+
+def cpu_probe() -> dict[str, Any]:
+    """What `probe` finds with a CPU build of torch, without importing torch or TE: no GPU, so no CUDA
+    version, no cuDNN, no capability to ask TE about, and nothing to check before forking."""
+    versions = software_versions(None, None)
+    versions["te_commit"] = te_commit(versions["te"], _te_direct_url()) if versions["te"] else ""
+    return {
+        "versions": versions,
+        "gpu": dict(NO_GPU),
+        "gpu_state": {},
+        "capabilities": gates.capabilities_without_cuda().to_json(),
+        "te_error": "",
+        "fork": {"safe": True, "reason": "no GPU"},
     }
 
 

@@ -112,3 +112,39 @@ def test_the_state_probe_reads_nvml_alone_without_importing_torch() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert '"gpu_state": {}' in proc.stdout  # no GPU here
+
+
+@pytest.mark.parametrize(
+    ("version", "cpu_build"),
+    [
+        ("2.13.0+cpu", True),
+        ("2.1.0+cpu.cxx11.abi", True),
+        ("2.13.0+cu128", False),
+        ("2.13.0", False),
+        ("", False),
+    ],
+)
+def test_a_cpu_build_of_torch_is_told_by_its_version(monkeypatch, version: str, cpu_build: bool) -> None:
+    from benchmarks.harness import probe
+
+    monkeypatch.setattr(probe, "dist_version", lambda name: version)
+    assert probe.torch_without_cuda() is cpu_build
+
+
+def test_the_probe_of_a_cpu_build_says_what_torch_would_without_importing_it() -> None:
+    code = (
+        "import json, sys; from benchmarks.harness import probe; "
+        "assert probe.torch_without_cuda(), 'this machine has a CPU build of torch'; "
+        "fast = probe.probe(); assert 'torch' not in sys.modules, 'torch was imported'; "
+        "probe.torch_without_cuda = lambda: False; full = probe.probe(); "
+        "assert 'torch' in sys.modules; assert fast == full, (fast, full); print(json.dumps(fast))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TEWATCH_PRELOAD": ""},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert '"model": "cpu"' in proc.stdout
