@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from benchmarks.harness import gates, kernels, memory, perturb, records
+from benchmarks.harness import gates, kernels, memory, perturb, preload, records
 from benchmarks.harness.profiles import Profile, current_profile
 from benchmarks.harness.timed_output import OutputCheck, Watched
 from benchmarks.harness.timing import (
@@ -87,6 +87,13 @@ class Case(abc.ABC):
     main_check = "run"
     # a correctness check whose timing is a by-product: A/B rounds run it once, in round 1
     one_shot = False
+    # whether the cases import torch: asv's fork server preloads torch (Dynamo included) and TE for the
+    # first class that says so (benchmarks.harness.preload), and a CPU case sets torch's thread count
+    needs_torch = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        preload.preload_for_case(cls.needs_torch)
 
     @abc.abstractmethod
     def labels(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -115,7 +122,7 @@ class Case(abc.ABC):
     def setup(self, *values: Any) -> None:
         p = dict(zip(self.param_names, values, strict=False))
         profile = current_profile()
-        if profile.device == "cpu" and profile.cpu_threads:
+        if profile.device == "cpu" and profile.cpu_threads and self.needs_torch:
             import torch
 
             torch.set_num_threads(profile.cpu_threads)

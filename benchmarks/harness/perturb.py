@@ -685,7 +685,7 @@ def apply_to_training(model: Any, current_step: Callable[[], int]) -> None:
 
 
 def apply_to_torch_ref() -> None:
-    """Patch benchmarks.nvfp4_emulation in place; called once when the harness is imported."""
+    """Patch benchmarks.nvfp4_emulation in place; called once, by benchmarks/__init__.py."""
     names = requested() & set(TORCH_REF)
     if names:
         from benchmarks import nvfp4_emulation as emu

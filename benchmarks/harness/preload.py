@@ -43,8 +43,15 @@ def in_fork_server() -> bool:
     return sys.argv[1:2] == ["run_server"]
 
 
-def preload_if_requested() -> None:
-    if os.environ.get(ENV) == "1" and in_fork_server():
+_preloaded: list[bool] = []
+
+
+def preload_for_case(needs_torch: bool) -> None:
+    """Called as each suite class (benchmarks.harness.case.Case) is defined: in asv's fork server, where
+    the preload is asked for, the first class whose cases need torch preloads; a suite whose cases never
+    import torch (`Case.needs_torch = False`) leaves the fork server without it."""
+    if needs_torch and not _preloaded and os.environ.get(ENV) == "1" and in_fork_server():
+        _preloaded.append(True)
         from benchmarks.harness.profiles import selected_backends
 
         preload(with_te=any(b != "torch-ref" for b in selected_backends()))

@@ -61,10 +61,41 @@ def _import_suites_as(argv: list[str], then: str) -> subprocess.CompletedProcess
 def test_preload_without_transformer_engine_leaves_the_fork_server_working() -> None:
     proc = _import_suites_as(
         ["benchmark.py", "run_server"],
-        "import torch; "
-        "assert 'benchmarks.nvfp4_emulation' in sys.modules and not torch.cuda.is_initialized(); "
-        "import benchmarks.quantize",
+        "import benchmarks.quantize; import torch; "
+        "assert 'benchmarks.nvfp4_emulation' in sys.modules and 'torch._dynamo' in sys.modules; "
+        "assert not torch.cuda.is_initialized()",
     )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+TORCH_FREE_THEN_TORCH = """
+from benchmarks.harness.case import Case
+
+
+class Free(Case):
+    needs_torch = False
+    params = [["torch-ref"]]
+
+    def labels(self, p):
+        return {"backend": "torch-ref", "op": "free"}
+
+    def prepare(self, p, profile):
+        raise NotImplementedError
+
+
+assert "torch" not in sys.modules, "a class whose cases need no torch preloaded it"
+
+
+class Bound(Free):
+    needs_torch = True
+
+
+assert "torch._dynamo" in sys.modules and "benchmarks.nvfp4_emulation" in sys.modules, "no preload"
+"""
+
+
+def test_the_fork_server_preloads_for_the_first_class_whose_cases_need_torch() -> None:
+    proc = _import_suites_as(["benchmark.py", "run_server"], "\n" + TORCH_FREE_THEN_TORCH)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
