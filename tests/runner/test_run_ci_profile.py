@@ -57,6 +57,13 @@ def inductor_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("inductor")
 
 
+def ci_cpu_run(results: Path, bench: str) -> list[str]:
+    """`tewatch run`'s options of the CI profile's runs here: its torch-ref cases that `bench` selects,
+    filed under COMMIT on machine ci-cpu in `results`."""
+    return ["--profile", "ci", "--backends", "torch-ref", "--bench", bench, "--machine", "ci-cpu",
+            "--results-dir", str(results), "--commit", COMMIT]  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def runs(
     project: Path, inductor_cache: Path, tmp_path_factory: pytest.TempPathFactory
@@ -72,18 +79,7 @@ def runs(
             proc = tewatch_run(
                 project,
                 home,
-                "--profile",
-                "ci",
-                "--backends",
-                "torch-ref",
-                "--bench",
-                SPAWN_SUITES if launch_method == "spawn" else SUITES,
-                "--machine",
-                "ci-cpu",
-                "--results-dir",
-                str(results),
-                "--commit",
-                COMMIT,
+                *ci_cpu_run(results, SPAWN_SUITES if launch_method == "spawn" else SUITES),
                 "--launch-method",
                 launch_method,
                 inductor_cache=inductor_cache,
@@ -240,21 +236,7 @@ def test_a_chunk_cut_off_by_a_time_limit_leaves_the_earlier_chunk_as_it_was(
     earlier = _chunk(machine_dir)
 
     command, env = _runner(
-        project,
-        tmp_path,
-        "--profile",
-        "ci",
-        "--backends",
-        "torch-ref",
-        "--machine",
-        "ci-cpu",
-        "--results-dir",
-        str(results),
-        "--commit",
-        COMMIT,
-        "--bench",
-        r"^quantize\.",
-        inductor_cache=inductor_cache,
+        project, tmp_path, *ci_cpu_run(results, r"^quantize\."), inductor_cache=inductor_cache
     )
     # as `timeout --signal=INT` does: the signal goes to the runner's whole process group; the runner
     # starts with SIGINT ignored, as a shell script's background job does

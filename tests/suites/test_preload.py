@@ -128,19 +128,24 @@ def test_nvml_index_follows_cuda_visible_devices(
     assert nvml_index(device) == expected
 
 
+def _run_without_preload(code: str, timeout: float) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter with no preload asked for."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "TEWATCH_PRELOAD": ""},
+    )
+
+
 def test_the_state_probe_reads_nvml_alone_without_importing_torch() -> None:
     code = (
         "import sys, runpy; sys.argv = ['probe', '--state']; "
         "runpy.run_module('benchmarks.harness.probe', run_name='__main__'); "
         "assert 'torch' not in sys.modules, 'torch was imported'"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "TEWATCH_PRELOAD": ""},
-    )
+    proc = _run_without_preload(code, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert '"gpu_state": {}' in proc.stdout  # no GPU here
 
@@ -170,12 +175,6 @@ def test_the_probe_of_a_cpu_build_says_what_torch_would_without_importing_it() -
         "probe.torch_without_cuda = lambda: False; full = probe.probe(); "
         "assert 'torch' in sys.modules; assert fast == full, (fast, full); print(json.dumps(fast))"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "TEWATCH_PRELOAD": ""},
-    )
+    proc = _run_without_preload(code, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert '"model": "cpu"' in proc.stdout
