@@ -43,7 +43,8 @@
 #   slow (kind nvidia-h200): that bisection alone, within SLOW_SECONDS over all its invocations (900); with
 #        SLOW_RESUME=DIR (carried) it goes on from an earlier machine's: DIR/state.json (slow_bisect's),
 #        DIR/slow-work/runs/ (its steps' results, as in slow_store/work.tar.gz) and DIR/kept.sqlite3 (its store)
-#        if kept. scripts/slowdown_history.py makes the same commits again, so the state's hold.
+#        if kept. scripts/slowdown_history.py makes the same commits again from the same TE and perturb.py,
+#        so the state's hold (another perturb.py makes other commits from the 12th on).
 #   releases (kind nvidia-h200): the quick profile on each TE release of RELEASES, oldest first, each
 #        installed side by side by scripts/gpu-te-prefix.sh into /opt/te/VERSION and made the interpreter's
 #        by a .pth file for its run (a plan waits up to
@@ -187,6 +188,7 @@ print("base: TE", m.version("transformer_engine"))' || return 1
 local_service() {  # local_service STORE PORT: a `tewatch serve` of its own on 127.0.0.1:PORT; prints an admin token
   local store=$1 port=$2 db="sqlite:///$PWD/$1/tewatch.sqlite3"
   mkdir -p "$store"
+  if pkill -f "tewatch serve --host 127.0.0.1 --port $port "; then sleep 2; fi  # an earlier plan's, on a warm machine
   python3 -m tewatch db upgrade --db "$db" >/dev/null || return 1
   python3 -m tewatch token create --name gpu-session --scope admin --db "$db" | tail -1
   setsid python3 -m tewatch serve --host 127.0.0.1 --port "$port" --db "$db" --log-level warning \
@@ -202,6 +204,7 @@ local_service() {  # local_service STORE PORT: a `tewatch serve` of its own on 1
     sleep 1
     waited=$((waited + 1))
   done
+  kill -0 "$pid" 2>/dev/null || { echo "port $port answers, but not this service:" >&2; tail -n 5 "$store/serve.log" >&2; return 1; }
 }
 
 keep_store() {  # keep_store STORE: a consistent copy of the service's database, and the store marked done
@@ -246,6 +249,8 @@ slow_bisect() {  # slow_bisect SECONDS: the bisection's time over every invocati
     cp "$SLOW_RESUME/state.json" "$results/slow_bisect/state.json"
     cp -r "$SLOW_RESUME/slow-work" /tmp/
     [[ -f $SLOW_RESUME/kept.sqlite3 ]] && cp "$SLOW_RESUME/kept.sqlite3" "$store/tewatch.sqlite3"
+  else  # a bisection of its own: no state or steps' results left by an earlier plan on this machine
+    rm -rf "${results:?}/slow_bisect/state.json" /tmp/slow-work
   fi
   python3 scripts/slowdown_history.py --package-dir "$package" --repo "$repo" >"$results/slow_bisect/history.txt" \
     || return 1
@@ -338,7 +343,8 @@ case $cmd in
     nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm --format=csv,noheader
     nvidia-smi topo -m
     [[ $(type -t "plan_$plan_name") == function ]] || { echo "no plan $plan_name (x2, campaign, ab, releases, proofs, bisect, quiet, slow)" >&2; exit 2; }
-    : >"$results/plan-$plan_name.log"  # before the plan starts, so that waiting sees it running
+    # before the plan starts, so that waiting sees it running (an earlier run of it on this machine finished)
+    : >"$results/plan-$plan_name.log" && rm -f "$results/plan-$plan_name.finished"
     setsid bash -c "source scripts/gpu-session.sh plan-only; plan_$plan_name; touch $results/plan-$plan_name.finished" \
       >"$results/plan-$plan_name.log" 2>&1 </dev/null &
     budget=$((budget - SECONDS))
