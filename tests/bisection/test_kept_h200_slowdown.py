@@ -5,6 +5,7 @@ read and judged as `tewatch bisect --judge performance` reads and judges them.""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,69 @@ def test_endpoints_once_found_not_to_differ_are_judged_again_from_their_kept_res
     assert len(after.endpoints) == 3
     assert {found["verdict"] for found in after.endpoints.values()} == {"regression"}
     assert not (tmp_path / "work").exists() and not (tmp_path / "envs").exists()
+
+
+HALVING = KEPT / "halving-h100"
+
+
+def halving_state() -> dict:
+    return json.loads((HALVING / "state.json").read_text())
+
+
+def kept_step_sides(step: dict) -> tuple[dict[str, measurements.CaseMeasurement], ...]:
+    """A step's good-endpoint and candidate measurements, read from the fixture (its state names the
+    device's paths)."""
+    return tuple(
+        measurements.read(HALVING / "runs" / Path(path).relative_to("/tmp/slow-work/runs"))
+        for path in step["results"]
+    )
+
+
+def test_the_h100_halving_names_the_slow_commit_in_at_most_log2_n_plus_one_measured_commits() -> None:
+    state = halving_state()
+    lines = (HALVING / "history.txt").read_text().splitlines()
+    named = dict(line.split() for line in lines[:3])
+    order = [line.split()[0] for line in lines[3:]]
+    assert state["status"] == "finished" and state["commits"] == order
+    assert (state["question"]["good"], state["question"]["bad"]) == (named["good"], named["bad"])
+    measured = [step["commit"] for step in state["steps"]]
+    between = len(order) - 2
+    assert len(set(measured)) == len(measured) <= math.ceil(math.log2(between + 1)) + 1
+    slow = order.index(named["slow"])
+    for step in state["steps"]:
+        assert step["verdict"] == ("bad" if order.index(step["commit"]) >= slow else "good"), step["commit"]
+    verdicts = {order.index(s["commit"]): s["verdict"] for s in state["steps"]}
+    assert (verdicts[slow - 1], verdicts[slow]) == ("good", "bad")  # adjacent: the halving's end
+
+
+def test_every_step_of_the_halving_is_what_the_judge_finds_in_its_kept_results() -> None:
+    state = halving_state()
+    judge = PerformanceJudge()
+    good, bad = kept_step_sides(state["steps"][0])
+    assert judge.endpoints(good, bad) == state["endpoints"]
+    assert {halving_recipe(key.split()[0]) for key in state["endpoints"]} == TE_GEMMS
+    assert all(0.025 < found["effect"] < 0.06 for found in state["endpoints"].values())
+    for step in state["steps"][1:]:
+        judged = judge.judge(*kept_step_sides(step))
+        assert (judged.verdict.value, judged.evidence) == (step["verdict"], step["evidence"]), step["commit"]
+
+
+def halving_recipe(case_id: str) -> str:
+    good_side = HALVING / "runs" / halving_state()["question"]["bad"] / "base"
+    record = next(good_side.glob(f"*/*.tewatch/cases/{case_id}.json"))
+    return json.loads(record.read_text())["params"]["recipe"]
+
+
+def test_the_served_bisection_names_the_culprit_with_its_subject_link_and_every_step() -> None:
+    state, served = halving_state(), json.loads((HALVING / "bisection.json").read_text())
+    slow = next(
+        line.split()[1]
+        for line in (HALVING / "history.txt").read_text().splitlines()
+        if line.startswith("slow ")
+    )
+    assert (served["status"], served["culprit_sha"], served["candidates"]) == ("finished", slow, [slow])
+    assert served["culprit_subject"] == "general_gemm takes 5% longer (gemm-slower-5)"
+    assert served["culprit_url"] == f"https://github.com/local/slow-history/commit/{slow}"
+    assert {s["sha"]: s["verdict"] for s in served["steps"]} == {
+        s["commit"]: s["verdict"] for s in state["steps"]
+    }
