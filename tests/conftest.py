@@ -28,9 +28,9 @@ BACKENDS = ["sqlite", "postgresql"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long_setup files first, then the long_running ones, the rest in their order: under `-n 2
+    """The long_setup files first, then the long_running ones, the rest in their order: under `-n 3
     --dist loadfile` a worker takes a file at a time in this order, so the longest files start at once
-    instead of finishing last on one worker while the other idles."""
+    instead of finishing last on one worker while the others idle."""
     items.sort(
         key=lambda item: (
             item.get_closest_marker("long_setup") is None,
