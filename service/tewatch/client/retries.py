@@ -46,7 +46,7 @@ class RetryPolicy:
         first_try = time.monotonic()
         retries = 0
 
-        def next_wait(exc: Exception) -> bool | float:
+        def next_wait(exc: BaseException) -> bool | float:
             nonlocal retries
             wanted = retry_backoff(exc)
             if wanted is False:
@@ -70,7 +70,7 @@ def retryable_status(code: int) -> bool:
     return code == 429 or 500 <= code <= 599
 
 
-def retry_backoff(exc: Exception) -> bool | float:
+def retry_backoff(exc: BaseException) -> bool | float:
     """Whether a failed try is worth another (True, or the seconds a Retry-After asks for)."""
     import httpx
 
