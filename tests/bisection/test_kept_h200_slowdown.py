@@ -30,15 +30,21 @@ def side(name: str) -> dict[str, measurements.CaseMeasurement]:
     return measurements.read(results_file(name))
 
 
-def recipe(case: measurements.CaseMeasurement, folder: str) -> str:
-    sidecar = next((KEPT / "endpoints" / folder / "vm-h200").glob("*.tewatch"))
-    return json.loads((sidecar / "cases" / f"{case.case_id}.json").read_text())["params"]["recipe"]
+def recipe(results_folder: Path, case_id: str) -> str:
+    """The recipe of a case, from its record in an asv results folder (one machine's)."""
+    record = next(results_folder.glob(f"*/*.tewatch/cases/{case_id}.json"))
+    return json.loads(record.read_text())["params"]["recipe"]
+
+
+def history(folder: Path) -> tuple[dict[str, str], list[list[str]]]:
+    """A kept history.txt: the good, slow and bad commits by name, then every commit and its subject,
+    oldest first."""
+    lines = (folder / "history.txt").read_text().splitlines()
+    return dict(line.split() for line in lines[:3]), [line.split(" ", 1) for line in lines[3:]]
 
 
 def test_the_history_has_seventeen_commits_and_the_slow_one_in_the_middle() -> None:
-    lines = (KEPT / "history.txt").read_text().splitlines()
-    named = dict(line.split() for line in lines[:3])
-    commits = [line.split(" ", 1) for line in lines[3:]]
+    named, commits = history(KEPT)
     assert len(commits) == 17
     assert [sha for sha, _ in commits].index(named["slow"]) == 11
     assert commits[11][1] == "general_gemm takes 5% longer (gemm-slower-5)"
@@ -50,7 +56,7 @@ def test_the_three_te_gemms_event_times_are_the_endpoints_regressions() -> None:
     assert {c.status for c in good.values() if c.samples} == {"pass"}
     assert all(c.round_sizes["track_seconds"] == [1000, 1000] for c in good.values() if c.samples)
     changed = PerformanceJudge().endpoints(good, bad)
-    assert {recipe(good[key.split()[0]], "base") for key in changed} == TE_GEMMS
+    assert {recipe(KEPT / "endpoints" / "base", key.split()[0]) for key in changed} == TE_GEMMS
     assert {key.split()[1] for key in changed} == {"track_seconds"}
     assert all(found["verdict"] == "regression" for found in changed.values())
     # general_gemm waits 5 % of its own time after each call
@@ -109,9 +115,8 @@ def kept_step_sides(step: dict) -> tuple[dict[str, measurements.CaseMeasurement]
 
 def test_the_h100_halving_names_the_slow_commit_in_at_most_log2_n_plus_one_measured_commits() -> None:
     state = halving_state()
-    lines = (HALVING / "history.txt").read_text().splitlines()
-    named = dict(line.split() for line in lines[:3])
-    order = [line.split()[0] for line in lines[3:]]
+    named, commits = history(HALVING)
+    order = [sha for sha, _ in commits]
     assert state["status"] == "finished" and state["commits"] == order
     assert (state["question"]["good"], state["question"]["bad"]) == (named["good"], named["bad"])
     measured = [step["commit"] for step in state["steps"]]
@@ -129,26 +134,17 @@ def test_every_step_of_the_halving_is_what_the_judge_finds_in_its_kept_results()
     judge = PerformanceJudge()
     good, bad = kept_step_sides(state["steps"][0])
     assert judge.endpoints(good, bad) == state["endpoints"]
-    assert {halving_recipe(key.split()[0]) for key in state["endpoints"]} == TE_GEMMS
+    good_side = HALVING / "runs" / state["question"]["bad"] / "base"
+    assert {recipe(good_side, key.split()[0]) for key in state["endpoints"]} == TE_GEMMS
     assert all(0.025 < found["effect"] < 0.06 for found in state["endpoints"].values())
     for step in state["steps"][1:]:
         judged = judge.judge(*kept_step_sides(step))
         assert (judged.verdict.value, judged.evidence) == (step["verdict"], step["evidence"]), step["commit"]
 
 
-def halving_recipe(case_id: str) -> str:
-    good_side = HALVING / "runs" / halving_state()["question"]["bad"] / "base"
-    record = next(good_side.glob(f"*/*.tewatch/cases/{case_id}.json"))
-    return json.loads(record.read_text())["params"]["recipe"]
-
-
 def test_the_served_bisection_names_the_culprit_with_its_subject_link_and_every_step() -> None:
     state, served = halving_state(), json.loads((HALVING / "bisection.json").read_text())
-    slow = next(
-        line.split()[1]
-        for line in (HALVING / "history.txt").read_text().splitlines()
-        if line.startswith("slow ")
-    )
+    slow = history(HALVING)[0]["slow"]
     assert (served["status"], served["culprit_sha"], served["candidates"]) == ("finished", slow, [slow])
     assert served["culprit_subject"] == "general_gemm takes 5% longer (gemm-slower-5)"
     assert served["culprit_url"] == f"https://github.com/local/slow-history/commit/{slow}"
